@@ -1,0 +1,33 @@
+"""Errors a user (or a model) can cause, each carrying one clear line that says what to do.
+
+The CLI prints `str(error)` and exits non-zero; the TUI shows it in a pane. Internal bugs are not
+`UserError`s and keep their tracebacks.
+"""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """Something the user can fix; `str()` is the one line to show them."""
+
+
+class TaskFileError(UserError):
+    """A task folder that cannot be loaded. The message names the file, the field and the fault."""
+
+    def __init__(self, path: object, field: str | None, problem: str) -> None:
+        self.path = str(path)
+        self.field = field
+        self.problem = problem
+        where = f"{self.path}: {field}: " if field else f"{self.path}: "
+        super().__init__(where + problem)
+
+
+class UnknownTaskError(UserError):
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        hint = ", ".join(known[:8]) + (" ..." if len(known) > 8 else "")
+        super().__init__(f"unknown task {name!r}; `cuda-llm tasks` lists them ({hint})")
+
+
+class ExpressionError(ValueError):
+    """An integer expression (a shape, a grid size, a plan argument) that cannot be evaluated."""

@@ -1,0 +1,85 @@
+"""Every tolerance, repeat count and time limit the engine uses, named, with the reason for it.
+
+Settings are frozen dataclasses passed down explicitly (no global mutable state); tests and
+benchmarks build their own with `dataclasses.replace`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class CompileSettings:
+    # A real kernel compiles in well under a second; a template-recursion bomb must not hang the
+    # session, so the NVRTC child process is killed after this.
+    timeout_s: float = 30.0
+    # Kernel sources are a few KiB; a 5 MB "kernel" is an attack on the compiler or the prompt.
+    max_source_bytes: int = 256 * 1024
+    # C++17 is what NVRTC 13 defaults to and what every example in the prompt uses.
+    std: str = "c++17"
+    # Line info costs nothing at run time and lets errors and profiles point at source lines.
+    lineinfo: bool = True
+    # Parallel compiles: NVRTC is single-threaded, so one process per core keeps a round fast.
+    max_workers: int = 4
+
+
+@dataclass(frozen=True)
+class ValidationSettings:
+    # Seeds per validation size: three independent draws catch kernels right by luck.
+    seeds_per_size: int = 3
+    # The timing size is large; one seed there (fresh, not the profiler's) is enough to catch
+    # shape-specialised code, and more would make judging slow.
+    seeds_timing_size: int = 1
+    # Mismatches listed in a report: enough to show a pattern, few enough for a prompt.
+    mismatches_reported: int = 8
+    # One run of a launch plan at the largest validation size takes milliseconds; a kernel still
+    # running after this is treated as hung (the worker is restarted).
+    launch_timeout_s: float = 10.0
+    # The scrub fills shared memory with this 32-bit pattern (a NaN; -1 as an integer) before
+    # the first run and a huge finite value before the second, so code that reads shared memory
+    # it did not write gets garbage either way.
+    scrub_patterns: tuple[int, int] = (0x7FBADBAD, 0x5A5A5A5A)
+
+
+@dataclass(frozen=True)
+class ProfileSettings:
+    # Warm up by time, not count: an idle H100 sits at 345 MHz and needs tens of ms of load to
+    # reach its boost clock.
+    warmup_ms: float = 60.0
+    # Fewest samples before the spread can stop the measurement (nvbench uses 10).
+    min_samples: int = 10
+    # Stop once the interquartile range is this small a share of the median.
+    stop_rel_iqr: float = 0.01
+    # Or once this much GPU time has been spent on one entry, whatever the spread.
+    max_gpu_time_s: float = 1.0
+    # And never take more samples than this.
+    max_samples: int = 400
+    # A plan shorter than this is dominated by launch latency (4-10 us per event pair); it is
+    # timed as a CUDA graph of K replays instead.
+    graph_threshold_us: float = 50.0
+    # Length of one graph replay (K = this / estimated time).
+    graph_target_us: float = 2000.0
+    # The L2 is flushed before every sample by reading a buffer this many times its size.
+    l2_flush_factor: int = 2
+    # A sample taken while the SM clock is under this share of its maximum is discarded
+    # (nvbench's rule): it measures the power manager, not the kernel.
+    throttle_clock_fraction: float = 0.75
+    # Measured time under this share of the roofline floor is physically impossible: flagged.
+    suspect_roofline_share: float = 1.0
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    # Starting a worker imports cuda-bindings and creates a context: seconds, not minutes.
+    start_timeout_s: float = 60.0
+    # Slack added to a job's own estimate before the engine kills the worker.
+    job_slack_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    compile: CompileSettings = field(default_factory=CompileSettings)
+    validation: ValidationSettings = field(default_factory=ValidationSettings)
+    profile: ProfileSettings = field(default_factory=ProfileSettings)
+    worker: WorkerSettings = field(default_factory=WorkerSettings)
