@@ -117,7 +117,7 @@ def _dims(value: Any, where: str) -> tuple[str, ...]:
     if type(value) is int or isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not 1 <= len(value) <= 3:
-        raise FormatError(f"launch plan: {where} must be a list of 1 to 3 sizes, e.g. [\"cdiv(n, 256)\"]")
+        raise FormatError(f'launch plan: {where} must be a list of 1 to 3 sizes, e.g. ["cdiv(n, 256)"]')
     return tuple(_expr_text(v, f"{where}[{i}]") for i, v in enumerate(value))
 
 
@@ -132,11 +132,11 @@ def _arg(value: Any, where: str) -> PlanArg:
         unknown = set(value) - {"expr", "type"}
         if unknown or "expr" not in value:
             raise FormatError(
-                f"launch plan: {where}: an object argument is {{\"expr\": \"...\", \"type\": \"int64\"}}"
+                f'launch plan: {where}: an object argument is {{"expr": "...", "type": "int64"}}'
             )
         int_type = value.get("type", "int32")
         if int_type not in ("int32", "int64"):
-            raise FormatError(f"launch plan: {where}: type must be \"int32\" or \"int64\", got {int_type!r}")
+            raise FormatError(f'launch plan: {where}: type must be "int32" or "int64", got {int_type!r}')
         return PlanArg(_expr_text(value["expr"], where), int_type)
     if type(value) is int or isinstance(value, str):
         return PlanArg(_expr_text(value, where))
@@ -151,21 +151,27 @@ def parse_plan(data: Any) -> LaunchPlan:
         try:
             data = json.loads(data)
         except json.JSONDecodeError as exc:
-            raise FormatError(f"launch plan: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+            raise FormatError(
+                f"launch plan: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+            ) from None
     if not isinstance(data, dict):
-        raise FormatError("launch plan: must be a JSON object with \"launches\" (and optional \"scratch\")")
+        raise FormatError('launch plan: must be a JSON object with "launches" (and optional "scratch")')
     unknown = set(data) - {"scratch", "launches"}
     if unknown:
-        raise FormatError(f"launch plan: unknown key(s) {sorted(unknown)}; allowed: \"scratch\", \"launches\"")
+        raise FormatError(f'launch plan: unknown key(s) {sorted(unknown)}; allowed: "scratch", "launches"')
 
     scratch_raw = data.get("scratch", [])
     if not isinstance(scratch_raw, list) or len(scratch_raw) > MAX_SCRATCH:
-        raise FormatError(f"launch plan: \"scratch\" must be a list of at most {MAX_SCRATCH} buffers")
+        raise FormatError(f'launch plan: "scratch" must be a list of at most {MAX_SCRATCH} buffers')
     scratch: list[ScratchBuffer] = []
     for i, s in enumerate(scratch_raw):
         where = f"scratch[{i}]"
-        if not isinstance(s, dict) or set(s) - {"name", "dtype", "count"} or not {"name", "dtype", "count"} <= set(s):
-            raise FormatError(f"launch plan: {where} must be {{\"name\": ..., \"dtype\": ..., \"count\": ...}}")
+        if (
+            not isinstance(s, dict)
+            or set(s) - {"name", "dtype", "count"}
+            or not {"name", "dtype", "count"} <= set(s)
+        ):
+            raise FormatError(f'launch plan: {where} must be {{"name": ..., "dtype": ..., "count": ...}}')
         if s["dtype"] not in DTYPES:
             raise FormatError(f"launch plan: {where}.dtype {s['dtype']!r} unknown; one of {sorted(DTYPES)}")
         name = _identifier(s["name"], f"{where}.name")
@@ -175,7 +181,7 @@ def parse_plan(data: Any) -> LaunchPlan:
 
     launches_raw = data.get("launches")
     if not isinstance(launches_raw, list) or not launches_raw:
-        raise FormatError("launch plan: \"launches\" must be a non-empty list")
+        raise FormatError('launch plan: "launches" must be a non-empty list')
     if len(launches_raw) > MAX_LAUNCHES:
         raise FormatError(f"launch plan: at most {MAX_LAUNCHES} launches")
     launches: list[Launch] = []
@@ -188,7 +194,7 @@ def parse_plan(data: Any) -> LaunchPlan:
             raise FormatError(f"launch plan: {where}: unknown key(s) {sorted(unknown)}")
         for key in ("kernel", "grid", "block", "args"):
             if key not in la:
-                raise FormatError(f"launch plan: {where} has no \"{key}\"")
+                raise FormatError(f'launch plan: {where} has no "{key}"')
         args = la["args"]
         if not isinstance(args, list) or len(args) > MAX_ARGS:
             raise FormatError(f"launch plan: {where}.args must be a list")

@@ -27,6 +27,7 @@ class Mismatch:
     got: float
     abs_err: float
     rel_err: float  # abs_err / |expected| (inf where expected is 0)
+    case: str = ""  # the validation case ("n=1000 seed 2"), filled in by the validator
 
 
 @dataclass(frozen=True)

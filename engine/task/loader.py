@@ -22,8 +22,17 @@ CATEGORIES = ("memory", "reduction", "ai", "compute")
 PEAKS = ("fp32", "fp16_tensor", "none")
 SCALES = ("abs", "rms", "custom", "exact")
 _TOP_KEYS = {
-    "name", "summary", "category", "dtype_contract", "description",
-    "scalars", "buffers", "sizes", "tolerance", "roofline", "baseline",
+    "name",
+    "summary",
+    "category",
+    "dtype_contract",
+    "description",
+    "scalars",
+    "buffers",
+    "sizes",
+    "tolerance",
+    "roofline",
+    "baseline",
 }
 
 
@@ -37,8 +46,9 @@ class _Reader:
     def fail(self, field: str | None, problem: str) -> TaskFileError:
         return TaskFileError(self.path, field, problem)
 
-    def get(self, table: dict[str, Any], key: str, kind: type | tuple[type, ...], field: str,
-            default: Any = ...) -> Any:
+    def get(
+        self, table: dict[str, Any], key: str, kind: type | tuple[type, ...], field: str, default: Any = ...
+    ) -> Any:
         if key not in table:
             if default is ...:
                 raise self.fail(field, "missing")
@@ -53,8 +63,14 @@ class _Reader:
 
 
 def _article(name: str) -> str:
-    return {"str": "a string", "int": "an integer", "float": "a number", "dict": "a table",
-            "list": "a list", "bool": "true or false"}.get(name, name)
+    return {
+        "str": "a string",
+        "int": "an integer",
+        "float": "a number",
+        "dict": "a table",
+        "list": "a list",
+        "bool": "true or false",
+    }.get(name, name)
 
 
 def _fingerprint(folder: Path) -> str:
@@ -88,7 +104,7 @@ def _scalars(r: _Reader) -> tuple[ScalarSpec, ...]:
         if not name.isidentifier():
             raise r.fail(field, "a scalar name must be a C identifier")
         if not isinstance(spec, dict):
-            raise r.fail(field, "must be a table like { type = \"int32\" }")
+            raise r.fail(field, 'must be a table like { type = "int32" }')
         unknown = set(spec) - {"type", "value", "doc"}
         if unknown:
             raise r.fail(field, f"unknown key(s) {sorted(unknown)}")
@@ -134,15 +150,16 @@ def _buffers(r: _Reader, known: set[str], taken: set[str]) -> tuple[BufferSpec, 
         dims = tuple(_check_expr(r, d, f"{field}.shape[{i}]", known) for i, d in enumerate(shape))
         role = r.get(spec, "role", str, f"{field}.role")
         if role not in ("input", "output"):
-            raise r.fail(f"{field}.role", f"must be \"input\" or \"output\", got {role!r}")
+            raise r.fail(f"{field}.role", f'must be "input" or "output", got {role!r}')
         out.append(BufferSpec(name, dtype, dims, role))
     if not any(b.role == "input" for b in out) or not any(b.role == "output" for b in out):
         raise r.fail("buffers", "a task needs at least one input and one output buffer")
     return tuple(out)
 
 
-def _size_case(r: _Reader, value: Any, field: str, sizes: list[str], label: str | None,
-               seeds: int, timing: bool) -> SizeCase:
+def _size_case(
+    r: _Reader, value: Any, field: str, sizes: list[str], label: str | None, seeds: int, timing: bool
+) -> SizeCase:
     if not isinstance(value, dict):
         raise r.fail(field, "must be a table of size values, e.g. { n = 1000 }")
     missing = [s for s in sizes if s not in value]
@@ -164,8 +181,15 @@ def _size_case(r: _Reader, value: Any, field: str, sizes: list[str], label: str 
 def _sizes(r: _Reader, scalars: tuple[ScalarSpec, ...], settings: ValidationSettings):
     table = r.get(r.data, "sizes", dict, "sizes")
     names = [s.name for s in scalars if s.is_size]
-    timing = _size_case(r, r.get(table, "timing", dict, "sizes.timing"), "sizes.timing", names,
-                        None, settings.seeds_timing_size, True)
+    timing = _size_case(
+        r,
+        r.get(table, "timing", dict, "sizes.timing"),
+        "sizes.timing",
+        names,
+        None,
+        settings.seeds_timing_size,
+        True,
+    )
     timing = SizeCase("timing " + timing.label, timing.values, timing.seeds, True)
     raw = r.get(table, "validation", list, "sizes.validation")
     if not raw:
@@ -190,7 +214,7 @@ def _tolerance(r: _Reader) -> Tolerance:
     if rtol < 0 or atol < 0:
         raise r.fail("tolerance", "rtol and atol must not be negative")
     if scale != "exact" and rtol == 0 and atol == 0:
-        raise r.fail("tolerance", "give rtol or atol, or use scale = \"exact\"")
+        raise r.fail("tolerance", 'give rtol or atol, or use scale = "exact"')
     return Tolerance(scale, rtol, atol)
 
 

@@ -1,0 +1,274 @@
+"""A thin, typed layer over `cuda.bindings.driver`: the calls the GPU worker makes, with errors
+turned into `CudaError` carrying the driver's error name.
+
+Runs only inside the worker process (engine/gpu/worker.py). It sticks to driver calls that exist in
+cuda-bindings 13.0 through the newest, so it runs on the GPU image's older stack as well.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from cuda.bindings import driver as cu
+
+# After these the CUDA context is unusable for the rest of the process (measured: even a primary
+# context reset does not recover it), so the worker reports the fault and exits.
+STICKY_ERRORS = frozenset(
+    {
+        "CUDA_ERROR_ILLEGAL_ADDRESS",
+        "CUDA_ERROR_LAUNCH_FAILED",
+        "CUDA_ERROR_MISALIGNED_ADDRESS",
+        "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+        "CUDA_ERROR_HARDWARE_STACK_ERROR",
+        "CUDA_ERROR_LAUNCH_TIMEOUT",
+        "CUDA_ERROR_ASSERT",
+        "CUDA_ERROR_INVALID_PC",
+        "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+        "CUDA_ERROR_ECC_UNCORRECTABLE",
+        "CUDA_ERROR_CONTAINED",
+        "CUDA_ERROR_UNKNOWN",
+    }
+)
+
+# How the worker waits for the GPU: spin briefly (most runs end within microseconds), then sleep in
+# short steps so a long kernel does not burn a host core, while a hang is still noticed.
+_SPIN_S = 0.002
+_POLL_SLEEP_S = 0.0005
+
+_CTYPES: dict[str, type] = {
+    "ptr": ctypes.c_void_p,
+    "int32": ctypes.c_int32,
+    "uint32": ctypes.c_uint32,
+    "int64": ctypes.c_int64,
+    "uint64": ctypes.c_uint64,
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+}
+
+
+class CudaError(RuntimeError):
+    def __init__(self, name: str, call: str) -> None:
+        self.name = name
+        self.call = call
+        super().__init__(f"{name} in {call}")
+
+    @property
+    def sticky(self) -> bool:
+        return self.name in STICKY_ERRORS
+
+
+class KernelTimeout(RuntimeError):
+    """The GPU did not finish within the time limit: a hung or endless kernel."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(f"the kernel was still running after {seconds:g} s")
+
+
+def _name(err: Any) -> str:
+    ok, name = cu.cuGetErrorName(err)
+    if ok == cu.CUresult.CUDA_SUCCESS and name:
+        return name.decode()
+    return str(err)
+
+
+def check(result: tuple, call: str) -> Any:
+    """Unwrap a cuda.bindings result tuple, raising CudaError on failure."""
+    err = result[0]
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise CudaError(_name(err), call)
+    if len(result) == 1:
+        return None
+    return result[1] if len(result) == 2 else result[1:]
+
+
+def driver_available() -> str | None:
+    """None when a CUDA driver and a device are usable, else the reason in a few words."""
+    try:
+        err = cu.cuInit(0)[0]
+    except Exception:  # the driver library itself is missing
+        return "no CUDA driver"
+    if err != cu.CUresult.CUDA_SUCCESS:
+        return f"CUDA driver unusable ({_name(err)})"
+    count = cu.cuDeviceGetCount()
+    if count[0] != cu.CUresult.CUDA_SUCCESS or count[1] == 0:
+        return "no CUDA device"
+    return None
+
+
+@dataclass
+class DeviceBuffer:
+    ptr: int
+    nbytes: int
+
+
+class Context:
+    """The worker's CUDA context on one device, with one stream all harness work goes through."""
+
+    def __init__(self, index: int) -> None:
+        check(cu.cuInit(0), "cuInit")
+        self.index = index
+        self.device = check(cu.cuDeviceGet(index), "cuDeviceGet")
+        self.ctx = check(cu.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
+        check(cu.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
+        self.stream = check(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate")
+        # A persisting-L2 window left by anyone would survive our flush and inflate figures.
+        # GPUs without a persisting L2 refuse the limit; there is nothing to reset on them.
+        with contextlib.suppress(CudaError):
+            check(cu.cuCtxSetLimit(cu.CUlimit.CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0), "cuCtxSetLimit")
+
+    # ---- device properties -------------------------------------------------------------
+    def attribute(self, name: str) -> int:
+        attr = getattr(cu.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")
+        return int(check(cu.cuDeviceGetAttribute(attr, self.device), f"cuDeviceGetAttribute({name})"))
+
+    def name(self) -> str:
+        raw = check(cu.cuDeviceGetName(256, self.device), "cuDeviceGetName")
+        return raw.split(b"\0", 1)[0].decode(errors="replace")
+
+    def pci_bus_id(self) -> str:
+        raw = check(cu.cuDeviceGetPCIBusId(64, self.device), "cuDeviceGetPCIBusId")
+        return (raw if isinstance(raw, bytes) else bytes(raw)).split(b"\0", 1)[0].decode()
+
+    def uuid(self) -> str:
+        u = check(cu.cuDeviceGetUuid(self.device), "cuDeviceGetUuid")
+        raw = bytes(u.bytes) if hasattr(u, "bytes") else bytes(u)
+        h = raw.hex()
+        return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+    def driver_version(self) -> int:
+        return int(check(cu.cuDriverGetVersion(), "cuDriverGetVersion"))
+
+    def total_memory(self) -> int:
+        return int(check(cu.cuDeviceTotalMem(self.device), "cuDeviceTotalMem"))
+
+    def free_memory(self) -> int:
+        free, _total = check(cu.cuMemGetInfo(), "cuMemGetInfo")
+        return int(free)
+
+    # ---- memory ----------------------------------------------------------------------------
+    def alloc(self, nbytes: int) -> DeviceBuffer:
+        # Zero-byte buffers still need a distinct, valid pointer.
+        ptr = check(cu.cuMemAlloc(max(nbytes, 4)), "cuMemAlloc")
+        return DeviceBuffer(int(ptr), nbytes)
+
+    def free(self, buf: DeviceBuffer) -> None:
+        check(cu.cuMemFree(buf.ptr), "cuMemFree")
+
+    def upload(self, buf: DeviceBuffer, host: Any) -> None:
+        if host.nbytes:
+            check(cu.cuMemcpyHtoDAsync(buf.ptr, host.ctypes.data, host.nbytes, self.stream), "cuMemcpyHtoD")
+
+    def download(self, buf: DeviceBuffer, host: Any, timeout_s: float) -> None:
+        if host.nbytes:
+            check(cu.cuMemcpyDtoHAsync(host.ctypes.data, buf.ptr, host.nbytes, self.stream), "cuMemcpyDtoH")
+        self.wait(timeout_s)
+
+    def fill32(self, buf: DeviceBuffer, word: int, nbytes: int | None = None) -> None:
+        """Fill with a repeated 32-bit word (the tail, if any, with its low bytes)."""
+        n = buf.nbytes if nbytes is None else nbytes
+        words, rest = divmod(n, 4)
+        if words:
+            check(cu.cuMemsetD32Async(buf.ptr, word & 0xFFFFFFFF, words, self.stream), "cuMemsetD32")
+        if rest:
+            check(cu.cuMemsetD8Async(buf.ptr + 4 * words, word & 0xFF, rest, self.stream), "cuMemsetD8")
+
+    def fill16(self, buf: DeviceBuffer, half: int) -> None:
+        check(cu.cuMemsetD16Async(buf.ptr, half & 0xFFFF, buf.nbytes // 2, self.stream), "cuMemsetD16")
+
+    def zero(self, ptr: int, nbytes: int) -> None:
+        if nbytes:
+            check(cu.cuMemsetD8Async(ptr, 0, nbytes, self.stream), "cuMemsetD8")
+
+    # ---- modules and launches --------------------------------------------------------------
+    def load_module(self, cubin: bytes) -> Any:
+        return check(cu.cuModuleLoadData(cubin), "cuModuleLoadData")
+
+    def unload_module(self, module: Any) -> None:
+        check(cu.cuModuleUnload(module), "cuModuleUnload")
+
+    def function(self, module: Any, name: str) -> Any:
+        return check(cu.cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction({name})")
+
+    def function_attribute(self, func: Any, name: str) -> int:
+        attr = getattr(cu.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}")
+        return int(check(cu.cuFuncGetAttribute(attr, func), f"cuFuncGetAttribute({name})"))
+
+    def set_max_dynamic_shared(self, func: Any, nbytes: int) -> None:
+        check(
+            cu.cuFuncSetAttribute(
+                func, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes
+            ),
+            "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+        )
+
+    def occupancy(self, func: Any, block_threads: int, dynamic_shared: int) -> int:
+        return int(
+            check(
+                cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(func, block_threads, dynamic_shared),
+                "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+            )
+        )
+
+    def launch(
+        self, func: Any, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int, params: Any
+    ) -> None:
+        check(cu.cuLaunchKernel(func, *grid, *block, shared, self.stream, params, 0), "cuLaunchKernel")
+
+    # ---- synchronisation and timing --------------------------------------------------------
+    def wait(self, timeout_s: float) -> None:
+        """Wait for the stream with a deadline, so a hung kernel is reported, not waited on forever."""
+        start = time.monotonic()
+        while True:
+            err = cu.cuStreamQuery(self.stream)[0]
+            if err == cu.CUresult.CUDA_SUCCESS:
+                return
+            if err != cu.CUresult.CUDA_ERROR_NOT_READY:
+                raise CudaError(_name(err), "cuStreamQuery")
+            elapsed = time.monotonic() - start
+            if elapsed > timeout_s:
+                raise KernelTimeout(timeout_s)
+            if elapsed > _SPIN_S:
+                time.sleep(_POLL_SLEEP_S)
+
+    def event(self) -> Any:
+        return check(cu.cuEventCreate(cu.CUevent_flags.CU_EVENT_DEFAULT), "cuEventCreate")
+
+    def record(self, event: Any) -> None:
+        check(cu.cuEventRecord(event, self.stream), "cuEventRecord")
+
+    def elapsed_ms(self, start: Any, end: Any) -> float:
+        return float(check(cu.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
+
+    def capture_graph(self, body: Any) -> Any:
+        """Capture what `body()` enqueues on the stream into an executable graph."""
+        check(
+            cu.cuStreamBeginCapture(self.stream, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+            "cuStreamBeginCapture",
+        )
+        try:
+            body()
+        finally:
+            graph = check(cu.cuStreamEndCapture(self.stream), "cuStreamEndCapture")
+        try:
+            return check(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        finally:
+            cu.cuGraphDestroy(graph)
+
+    def launch_graph(self, graph_exec: Any) -> None:
+        check(cu.cuGraphLaunch(graph_exec, self.stream), "cuGraphLaunch")
+
+    def destroy_graph(self, graph_exec: Any) -> None:
+        cu.cuGraphExecDestroy(graph_exec)
+
+    def synchronize(self) -> None:
+        check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+
+
+def pack_params(values: list[tuple[str, int | float]]) -> Any:
+    """Kernel parameters as cuLaunchKernel takes them: a (values, ctypes types) pair."""
+    return (tuple(v for _, v in values), tuple(_CTYPES[t] for t, _ in values))

@@ -1,0 +1,151 @@
+"""The harness's own kernels: the shared-memory scrub, the L2 flush, and the peak probes.
+
+They live in a module of their own, so a candidate's kernel that happens to share a name with one of
+them cannot collide with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from engine.gpu.driver import Context, DeviceBuffer, pack_params
+
+HARNESS_SOURCE = r"""
+// Overwrite every byte of the block's shared memory with a pattern. Launched on every SM with the
+// largest dynamic allocation, it leaves garbage where a kernel might hope to find data left behind.
+extern "C" __global__ void harness_scrub_shared(unsigned int pattern, unsigned int words)
+{
+    extern __shared__ unsigned int smem[];
+    for (unsigned int i = threadIdx.x; i < words; i += blockDim.x) {
+        smem[i] = pattern ^ (i * 2654435761u & 0x00010001u);
+    }
+    __syncthreads();
+}
+
+// Read a buffer larger than the L2 so that none of the kernel-under-test's data stays cached.
+// Reading (not writing) leaves only clean lines behind: no write-back lands in the timed region.
+extern "C" __global__ void harness_flush_l2(const float4* __restrict__ buf, unsigned long long n4,
+                                            float* sink)
+{
+    float acc = 0.0f;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n4;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        float4 v = __ldcg(buf + i);
+        acc += v.x + v.y + v.z + v.w;
+    }
+    if (acc == 123.456f) { *sink = acc; }  // never true for the zero-filled buffer; keeps the loads
+}
+
+// Keep the GPU busy for `ns` nanoseconds. Enqueued just before a timed region, it hides the host's
+// launch latency: the timed launches are already queued when the GPU reaches them (nvbench's
+// "blocking kernel" idea, without host-mapped memory).
+extern "C" __global__ void harness_delay(unsigned long long ns)
+{
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < ns);
+}
+
+// Device-to-device copy with 16-byte accesses: the bandwidth ceiling (bytes read + written).
+extern "C" __global__ void harness_copy(const float4* __restrict__ src, float4* __restrict__ dst,
+                                        unsigned long long n4)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n4;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        dst[i] = src[i];
+    }
+}
+
+// Eight independent FMA chains per thread: the fp32 arithmetic ceiling.
+extern "C" __global__ void harness_fma(float* out, int iters, float a, float b)
+{
+    float x0 = threadIdx.x, x1 = x0 + 1, x2 = x0 + 2, x3 = x0 + 3;
+    float x4 = x0 + 4, x5 = x0 + 5, x6 = x0 + 6, x7 = x0 + 7;
+    for (int i = 0; i < iters; ++i) {
+        #pragma unroll
+        for (int j = 0; j < 16; ++j) {
+            x0 = fmaf(x0, a, b); x1 = fmaf(x1, a, b); x2 = fmaf(x2, a, b); x3 = fmaf(x3, a, b);
+            x4 = fmaf(x4, a, b); x5 = fmaf(x5, a, b); x6 = fmaf(x6, a, b); x7 = fmaf(x7, a, b);
+        }
+    }
+    float s = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7;
+    if (s == 0.125f) { out[blockIdx.x] = s; }
+}
+"""
+FMA_PER_ITER = 8 * 16  # per thread per outer iteration of harness_fma
+
+
+def compile_harness(arch: str) -> bytes:
+    """Compile the harness kernels for this device (in the worker, once per start)."""
+    from engine.compile.nvrtc import compile_in_process
+
+    result = compile_in_process(HARNESS_SOURCE, arch, trusted=True)
+    if not result.ok or result.cubin is None:
+        raise RuntimeError(f"the harness kernels failed to compile: {result.error}\n{result.log}")
+    return result.cubin
+
+
+@dataclass
+class Harness:
+    ctx: Context
+    module: Any
+    scrub: Any
+    flush: Any
+    copy: Any
+    fma: Any
+    delay: Any
+    flush_buffer: DeviceBuffer
+    sink: DeviceBuffer
+    sm_count: int
+    shared_optin: int
+
+    @classmethod
+    def load(
+        cls, ctx: Context, cubin: bytes, l2_bytes: int, flush_factor: int, sm_count: int, shared_optin: int
+    ) -> Harness:
+        module = ctx.load_module(cubin)
+        flush_buffer = ctx.alloc(max(l2_bytes * flush_factor, 16 * 2**20))
+        ctx.zero(flush_buffer.ptr, flush_buffer.nbytes)
+        sink = ctx.alloc(4)
+        harness = cls(
+            ctx,
+            module,
+            ctx.function(module, "harness_scrub_shared"),
+            ctx.function(module, "harness_flush_l2"),
+            ctx.function(module, "harness_copy"),
+            ctx.function(module, "harness_fma"),
+            ctx.function(module, "harness_delay"),
+            flush_buffer,
+            sink,
+            sm_count,
+            shared_optin,
+        )
+        ctx.set_max_dynamic_shared(harness.scrub, shared_optin)
+        return harness
+
+    def scrub_shared(self, pattern: int) -> None:
+        # Two blocks per SM: the scheduler places at least one on every SM.
+        params = pack_params([("uint32", pattern & 0xFFFFFFFF), ("uint32", self.shared_optin // 4)])
+        self.ctx.launch(self.scrub, (2 * self.sm_count, 1, 1), (1024, 1, 1), self.shared_optin, params)
+
+    def flush_l2(self) -> None:
+        n4 = self.flush_buffer.nbytes // 16
+        params = pack_params([("ptr", self.flush_buffer.ptr), ("uint64", n4), ("ptr", self.sink.ptr)])
+        self.ctx.launch(self.flush, (4 * self.sm_count, 1, 1), (512, 1, 1), 0, params)
+
+    def delay_us(self, us: float) -> None:
+        self.ctx.launch(self.delay, (1, 1, 1), (1, 1, 1), 0, pack_params([("uint64", int(us * 1000))]))
+
+    def copy_launch(self, src: DeviceBuffer, dst: DeviceBuffer) -> None:
+        n4 = min(src.nbytes, dst.nbytes) // 16
+        params = pack_params([("ptr", src.ptr), ("ptr", dst.ptr), ("uint64", n4)])
+        self.ctx.launch(self.copy, (8 * self.sm_count, 1, 1), (512, 1, 1), 0, params)
+
+    def fma_launch(self, iters: int, blocks: int, threads: int) -> None:
+        params = pack_params(
+            [("ptr", self.sink.ptr), ("int32", iters), ("float32", 0.999999), ("float32", 1e-7)]
+        )
+        self.ctx.launch(self.fma, (blocks, 1, 1), (threads, 1, 1), 0, params)

@@ -1,0 +1,205 @@
+"""What the engine and a GPU worker process say to each other: requests and typed reports.
+
+Everything here is plain picklable data (no CUDA handles), so it crosses the pipe and is stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from engine.contract.plan import BoundPlan
+from engine.judge.compare import Mismatch
+from engine.settings import Settings
+
+Verdict = Literal["correct", "wrong", "launch_error", "crashed", "timed_out"]
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    index: int
+    name: str
+    uuid: str
+    pci_bus_id: str
+    arch: str  # "sm_90"
+    compute_capability: tuple[int, int]
+    sm_count: int
+    warp_size: int
+    max_threads_per_block: int
+    max_block_dims: tuple[int, int, int]
+    max_grid_dims: tuple[int, int, int]
+    shared_per_block: int  # without opt-in (48 KiB)
+    shared_per_block_optin: int  # the most a kernel may request (227 KiB on Hopper)
+    shared_per_sm: int
+    registers_per_block: int
+    registers_per_sm: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    l2_bytes: int
+    memory_bytes: int
+    sm_clock_mhz: int  # maximum
+    memory_clock_mhz: int
+    memory_bus_bits: int
+    driver_version: str  # e.g. "13.0"
+    nvrtc_version: str
+
+    @property
+    def spec_bandwidth(self) -> float:
+        """Bytes/s from the memory clock and bus width (DDR: two transfers a clock)."""
+        return self.memory_clock_mhz * 1e6 * 2 * self.memory_bus_bits / 8
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """Ceilings measured once per GPU (and cached): the roofline's 100%."""
+
+    gpu_uuid: str
+    bandwidth: float  # bytes/s, a large device-to-device copy counting read + write
+    fp32_flops: float  # flop/s, an FMA-bound kernel
+    fp16_tensor_flops: float  # flop/s, from the datasheet rate per SM and clock (not measured)
+    method: str  # how they were obtained, shown next to every roofline share
+    measured_at: str
+
+
+@dataclass(frozen=True)
+class LaunchResources:
+    launch: int
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_shared: int
+    registers: int
+    static_shared: int
+    local_bytes: int  # per-thread local memory: stack and spills
+    const_bytes: int
+    max_threads_per_block: int  # what the kernel's resources allow
+    blocks_per_sm: int
+    occupancy: float  # theoretical: resident warps / maximum warps per SM
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: Literal["crashed", "timed_out", "launch_error"]
+    error: str  # the CUDA error name, or a short tag
+    message: str  # one line for the model and the user
+    case: str | None = None  # the validation case it happened in
+
+
+@dataclass(frozen=True)
+class CaseReport:
+    label: str  # "n=1000 seed 2"
+    passed: bool
+    checked: int
+    wrong: int
+    unwritten: int
+    worst_ratio: float  # the largest error over the allowed error
+    problem: str | None = None  # a failure other than wrong values (input written, runs differ)
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    verdict: Verdict
+    summary: str  # one line
+    cases: tuple[CaseReport, ...] = ()
+    mismatches: tuple[Mismatch, ...] = ()
+    patterns: tuple[str, ...] = ()
+    fault: Fault | None = None
+    resources: tuple[LaunchResources, ...] = ()
+    printf_bytes: int = 0
+    elapsed_s: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "correct"
+
+    @property
+    def cases_failed(self) -> int:
+        return sum(not c.passed for c in self.cases)
+
+
+@dataclass(frozen=True)
+class Timing:
+    label: str
+    median_us: float
+    q1_us: float
+    q3_us: float
+    min_us: float
+    samples: int
+    discarded: int  # samples dropped because the SM clock was throttled
+    mode: Literal["events", "graph"]
+    replays: int  # plan runs per sample (K in graph mode, 1 otherwise)
+    sm_clock_mhz: float | None  # median SM clock over the kept samples (NVML), if readable
+    state_check: str | None = None  # a failure of the re-check after timing (cached results...)
+    resources: tuple[LaunchResources, ...] = ()
+    fault: Fault | None = None
+
+    @property
+    def iqr_us(self) -> float:
+        return self.q3_us - self.q1_us
+
+    @property
+    def rel_iqr(self) -> float:
+        return self.iqr_us / self.median_us if self.median_us else float("inf")
+
+
+@dataclass(frozen=True)
+class ProfileReport:
+    device: str
+    size_label: str
+    timings: tuple[Timing, ...]
+    throttle_note: str | None = None
+    busy_note: str | None = None  # another process was using the GPU
+    elapsed_s: float = 0.0
+
+
+# ---- requests --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProgramRef:
+    """A compiled candidate as the worker needs it."""
+
+    label: str
+    cubin: bytes
+    plan: BoundPlan
+
+
+@dataclass(frozen=True)
+class InfoRequest:
+    pass
+
+
+@dataclass(frozen=True)
+class ValidateRequest:
+    task_folder: str
+    program: ProgramRef
+
+
+@dataclass(frozen=True)
+class ProfileRequest:
+    task_folder: str
+    programs: tuple[ProgramRef, ...]  # the baseline and candidates, timed interleaved
+
+
+@dataclass(frozen=True)
+class PeaksRequest:
+    force: bool = False
+
+
+@dataclass(frozen=True)
+class ShutdownRequest:
+    pass
+
+
+@dataclass(frozen=True)
+class WorkerHello:
+    settings: Settings = field(default_factory=Settings)
+    device_index: int = 0
+
+
+@dataclass(frozen=True)
+class Response:
+    ok: bool
+    result: object = None
+    error: str | None = None  # a worker-side exception that is not a candidate's fault
+    fatal: bool = False  # the worker is exiting after this (its context is poisoned)

@@ -1,0 +1,246 @@
+"""The Function Validator, worker side (DESIGN.md section 5, "Validate").
+
+For every validation size and seed: fresh inputs, outputs poisoned, shared memory scrubbed, the plan
+run twice, every element compared with the float64 reference, inputs checked unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.dtypes import DTYPES
+from engine.gpu.driver import Context, DeviceBuffer
+from engine.gpu.protocol import CaseReport, DeviceInfo, LaunchResources, ValidationReport
+from engine.gpu.reference_cache import ReferenceCache, ReferenceCase
+from engine.gpu.runner import ModuleFunctions, prepare
+from engine.judge.compare import INT_POISON, Mismatch, OutputComparison, compare_output
+from engine.settings import ValidationSettings
+from engine.task.model import BufferSpec, SizeCase, Task
+from engine.task.reference import case_seed
+
+# fp16 NaN with a recognisable payload; 4- and 8-byte types take the 32-bit INT_POISON (a NaN
+# as float32 and as float64).
+_HALF_POISON = 0x7FBA
+
+
+@dataclass
+class CaseOutcome:
+    report: CaseReport
+    mismatches: list[Mismatch]
+    patterns: list[str]
+    resources: tuple[LaunchResources, ...]
+
+
+def poison(ctx: Context, buf: DeviceBuffer, dtype: str) -> None:
+    size = DTYPES[dtype].itemsize
+    if size == 2:
+        ctx.fill16(buf, _HALF_POISON)
+    else:
+        ctx.fill32(buf, INT_POISON)
+
+
+def task_bytes(task: Task, case: SizeCase) -> int:
+    env = task.env(case)
+    return sum(b.nbytes_for(env) for b in task.buffers)
+
+
+class BufferSet:
+    """Device buffers for one case: allocated together, freed together."""
+
+    def __init__(self, ctx: Context, task: Task, case: SizeCase) -> None:
+        self.ctx = ctx
+        env = task.env(case)
+        self.specs: dict[str, BufferSpec] = {b.name: b for b in task.buffers}
+        self.shapes = {b.name: b.shape_for(env) for b in task.buffers}
+        self.device: dict[str, DeviceBuffer] = {}
+        try:
+            for b in task.buffers:
+                self.device[b.name] = ctx.alloc(b.nbytes_for(env))
+        except BaseException:
+            self.free()
+            raise
+
+    def host_empty(self, name: str) -> np.ndarray:
+        return np.empty(self.shapes[name], dtype=DTYPES[self.specs[name].dtype].numpy)
+
+    def download(self, name: str, timeout_s: float) -> np.ndarray:
+        host = self.host_empty(name)
+        self.ctx.download(self.device[name], host, timeout_s)
+        return host
+
+    def free(self) -> None:
+        for buf in self.device.values():
+            self.ctx.free(buf)
+        self.device.clear()
+
+
+def run_case(
+    ctx: Context,
+    info: DeviceInfo,
+    harness,
+    funcs: ModuleFunctions,
+    task: Task,
+    plan,
+    case: SizeCase,
+    ref: ReferenceCase,
+    label: str,
+    settings: ValidationSettings,
+) -> CaseOutcome:
+    """Run one validation case twice and judge it. Raises PlanError, CudaError or KernelTimeout."""
+    bufs = BufferSet(ctx, task, case)
+    prepared = None
+    try:
+        for name, host in ref.inputs.items():
+            ctx.upload(bufs.device[name], host)
+        prepared = prepare(
+            ctx, info, funcs, plan, task.env(case), task.params(case), bufs.device, task_bytes(task, case)
+        )
+        runs: list[dict[str, np.ndarray]] = []
+        for pattern in settings.scrub_patterns:
+            for b in task.outputs:
+                poison(ctx, bufs.device[b.name], b.dtype)
+            harness.scrub_shared(pattern)
+            prepared.run(ctx)
+            ctx.wait(settings.launch_timeout_s)
+            runs.append({b.name: bufs.download(b.name, settings.launch_timeout_s) for b in task.outputs})
+
+        problem = None
+        for name, host in ref.inputs.items():
+            after = bufs.download(name, settings.launch_timeout_s)
+            if not np.array_equal(after.view(np.uint8), host.view(np.uint8)):
+                changed = int(
+                    np.count_nonzero(after.reshape(-1).view(np.uint8) != host.reshape(-1).view(np.uint8))
+                )
+                problem = (
+                    f"the kernel wrote to input {name!r} ({changed} bytes changed); inputs are read-only"
+                )
+                break
+
+        comparisons: list[OutputComparison] = []
+        assert ref.expected is not None
+        for b in task.outputs:
+            scale = ref.scale[b.name] if ref.scale else None
+            first = compare_output(
+                b.name,
+                ref.expected[b.name],
+                runs[0][b.name],
+                task.tolerance,
+                scale,
+                settings.mismatches_reported,
+            )
+            if first.passed:
+                second = compare_output(
+                    b.name,
+                    ref.expected[b.name],
+                    runs[1][b.name],
+                    task.tolerance,
+                    scale,
+                    settings.mismatches_reported,
+                )
+                if not second.passed and problem is None:
+                    problem = (
+                        f"two runs on the same inputs differ: the second run leaves {second.wrong} "
+                        f"element(s) of {b.name!r} wrong (a race, or a read of memory nothing "
+                        "wrote, e.g. uninitialised shared memory)"
+                    )
+                    first = second
+            elif problem is None and not np.array_equal(runs[0][b.name], runs[1][b.name], equal_nan=True):
+                problem = (
+                    f"results also differ between two runs on the same inputs ({b.name!r}): "
+                    "a race or a read of uninitialised memory"
+                )
+            comparisons.append(first)
+
+        wrong = sum(c.wrong for c in comparisons)
+        report = CaseReport(
+            label=label,
+            passed=wrong == 0 and problem is None,
+            checked=sum(c.checked for c in comparisons),
+            wrong=wrong,
+            unwritten=sum(c.unwritten for c in comparisons),
+            worst_ratio=max((c.worst_ratio for c in comparisons), default=0.0),
+            problem=problem,
+        )
+        mismatches = [dataclasses.replace(m, case=label) for c in comparisons for m in c.mismatches]
+        patterns = [
+            f"{c.output}: {c.pattern}" if len(comparisons) > 1 else c.pattern
+            for c in comparisons
+            if c.pattern
+        ]
+        return CaseOutcome(report, mismatches, patterns, prepared.resources)
+    finally:
+        if prepared is not None:
+            prepared.release(ctx)
+        bufs.free()
+
+
+def summarize(task: Task, cases: list[CaseReport], skipped_timing: bool) -> str:
+    failed = [c for c in cases if not c.passed]
+    if not failed:
+        worst = max((c.worst_ratio for c in cases), default=0.0)
+        return (
+            f"correct on all {len(cases)} cases ({len(task.validation)} sizes); worst error "
+            f"{worst:.2g} of the tolerance"
+        )
+    first = failed[0]
+    what = first.problem or (
+        f"{first.wrong} of {first.checked} elements wrong"
+        + (f" ({first.unwritten} never written)" if first.unwritten else "")
+    )
+    tail = "; timing size not run" if skipped_timing else ""
+    return f"wrong in {len(failed)} of {len(cases)} cases; first: {first.label}: {what}{tail}"
+
+
+def validate(
+    ctx: Context,
+    info: DeviceInfo,
+    harness,
+    refs: ReferenceCache,
+    task: Task,
+    module,
+    plan,
+    settings: ValidationSettings,
+) -> ValidationReport:
+    """Judge one loaded module. PlanError/CudaError/KernelTimeout propagate to the worker, which
+    turns them into a verdict (and restarts itself after a sticky error or a hang)."""
+    start = time.monotonic()
+    funcs = ModuleFunctions(ctx, module)
+    cases: list[CaseReport] = []
+    mismatches: list[Mismatch] = []
+    patterns: list[str] = []
+    resources: tuple[LaunchResources, ...] = ()
+    skipped_timing = False
+    for case in task.validation:
+        if case.is_timing and any(not c.passed for c in cases):
+            skipped_timing = True  # the large case costs seconds and cannot change the verdict
+            continue
+        for s in range(case.seeds):
+            label = f"{case.label} seed {s}"
+            ref = refs.get(task, case, case_seed(task, case, s))
+            try:
+                outcome = run_case(ctx, info, harness, funcs, task, plan, case, ref, label, settings)
+            except Exception as exc:
+                exc.case = label  # type: ignore[attr-defined]  # the worker names the case in its report
+                raise
+            cases.append(outcome.report)
+            resources = outcome.resources
+            if len(mismatches) < settings.mismatches_reported:
+                mismatches.extend(outcome.mismatches[: settings.mismatches_reported - len(mismatches)])
+            for p in outcome.patterns:
+                tagged = f"{p} at {label}"
+                if tagged not in patterns and len(patterns) < 4:
+                    patterns.append(tagged)
+    passed = all(c.passed for c in cases)
+    return ValidationReport(
+        verdict="correct" if passed else "wrong",
+        summary=summarize(task, cases, skipped_timing),
+        cases=tuple(cases),
+        mismatches=tuple(mismatches),
+        patterns=tuple(patterns),
+        resources=resources,
+        elapsed_s=time.monotonic() - start,
+    )

@@ -1,0 +1,340 @@
+"""The GPU worker process: one per GPU, driven by the engine over its stdin/stdout pipes.
+
+It owns the CUDA context. A sticky CUDA error (illegal address, trap, ...) or a hung kernel poisons
+that context for the rest of the process, so the worker answers with the fault and exits; the
+engine starts a fresh one for the next candidate (engine/gpu/client.py).
+
+Protocol: length-prefixed pickles (8-byte little-endian length). The first message is a
+WorkerHello; each later one a request, answered by one Response. Device-side printf writes to the
+C stdout, which is redirected to a file so it can never corrupt the protocol.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import dataclasses
+import os
+import pickle
+import struct
+import sys
+import traceback
+from typing import IO, Any
+
+_HEADER = struct.Struct("<Q")
+
+
+def _read_exact(stream: IO[bytes], size: int) -> bytes:
+    chunks = []
+    while size:
+        chunk = stream.read(size)
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_message(stream: IO[bytes]) -> Any:
+    (size,) = _HEADER.unpack(_read_exact(stream, _HEADER.size))
+    return pickle.loads(_read_exact(stream, size))
+
+
+def write_message(stream: IO[bytes], message: Any) -> None:
+    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(payload)) + payload)
+    stream.flush()
+
+
+class WorkerState:
+    """Everything the worker keeps between requests."""
+
+    def __init__(self, device_index: int, settings: Any) -> None:
+        from cuda.bindings import nvrtc
+
+        from engine.gpu.driver import Context
+        from engine.gpu.harness import Harness, compile_harness
+        from engine.gpu.protocol import DeviceInfo
+        from engine.gpu.reference_cache import ReferenceCache
+        from engine.gpu.telemetry import Nvml
+
+        self.settings = settings
+        self.ctx = ctx = Context(device_index)
+        major = ctx.attribute("COMPUTE_CAPABILITY_MAJOR")
+        minor = ctx.attribute("COMPUTE_CAPABILITY_MINOR")
+        drv = ctx.driver_version()
+        _, nv_major, nv_minor = nvrtc.nvrtcVersion()
+        self.info = DeviceInfo(
+            index=device_index,
+            name=ctx.name(),
+            uuid=ctx.uuid(),
+            pci_bus_id=ctx.pci_bus_id(),
+            arch=f"sm_{major}{minor}",
+            compute_capability=(major, minor),
+            sm_count=ctx.attribute("MULTIPROCESSOR_COUNT"),
+            warp_size=ctx.attribute("WARP_SIZE"),
+            max_threads_per_block=ctx.attribute("MAX_THREADS_PER_BLOCK"),
+            max_block_dims=(
+                ctx.attribute("MAX_BLOCK_DIM_X"),
+                ctx.attribute("MAX_BLOCK_DIM_Y"),
+                ctx.attribute("MAX_BLOCK_DIM_Z"),
+            ),
+            max_grid_dims=(
+                ctx.attribute("MAX_GRID_DIM_X"),
+                ctx.attribute("MAX_GRID_DIM_Y"),
+                ctx.attribute("MAX_GRID_DIM_Z"),
+            ),
+            shared_per_block=ctx.attribute("MAX_SHARED_MEMORY_PER_BLOCK"),
+            shared_per_block_optin=ctx.attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
+            shared_per_sm=ctx.attribute("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR"),
+            registers_per_block=ctx.attribute("MAX_REGISTERS_PER_BLOCK"),
+            registers_per_sm=ctx.attribute("MAX_REGISTERS_PER_MULTIPROCESSOR"),
+            max_threads_per_sm=ctx.attribute("MAX_THREADS_PER_MULTIPROCESSOR"),
+            max_blocks_per_sm=ctx.attribute("MAX_BLOCKS_PER_MULTIPROCESSOR"),
+            l2_bytes=ctx.attribute("L2_CACHE_SIZE"),
+            memory_bytes=ctx.total_memory(),
+            sm_clock_mhz=ctx.attribute("CLOCK_RATE") // 1000,
+            memory_clock_mhz=ctx.attribute("MEMORY_CLOCK_RATE") // 1000,
+            memory_bus_bits=ctx.attribute("GLOBAL_MEMORY_BUS_WIDTH"),
+            driver_version=f"{drv // 1000}.{drv % 1000 // 10}",
+            nvrtc_version=f"{nv_major}.{nv_minor}",
+        )
+        self.harness = Harness.load(
+            ctx,
+            compile_harness(self.info.arch),
+            self.info.l2_bytes,
+            settings.profile.l2_flush_factor,
+            self.info.sm_count,
+            self.info.shared_per_block_optin,
+        )
+        self.refs = ReferenceCache()
+        self.nvml = Nvml.open(self.info.pci_bus_id, device_index)
+        self._tasks: dict[str, Any] = {}
+        self._profiler = None
+
+    def task(self, folder: str) -> Any:
+        from engine.task.loader import load_task
+
+        task = load_task(folder, self.settings.validation)
+        cached = self._tasks.get(folder)
+        if cached is not None and cached.fingerprint == task.fingerprint:
+            return cached
+        self._tasks[folder] = task
+        return task
+
+    @property
+    def profiler(self) -> Any:
+        if self._profiler is None:
+            from engine.gpu.profile import Profiler
+
+            self._profiler = Profiler(
+                self.ctx,
+                self.info,
+                self.harness,
+                self.refs,
+                self.nvml,
+                self.settings.profile,
+                self.settings.validation,
+            )
+        return self._profiler
+
+
+def _printf_bytes() -> int:
+    """Bytes the kernels printed since the last call (the file behind fd 1), then start afresh."""
+    try:
+        ctypes.CDLL(None).fflush(None)
+        size = os.fstat(1).st_size
+        os.ftruncate(1, 0)
+        os.lseek(1, 0, os.SEEK_SET)
+        return size
+    except OSError:
+        return 0
+
+
+def _fault_response(exc: BaseException, case: str | None):
+    """Map an exception raised while running a candidate to (Fault, fatal)."""
+    from engine.gpu.driver import CudaError, KernelTimeout
+    from engine.gpu.protocol import Fault
+    from engine.gpu.runner import PlanError
+
+    where = f" at {case}" if case else ""
+    if isinstance(exc, PlanError):
+        return Fault("launch_error", "plan", str(exc), case), False
+    if isinstance(exc, KernelTimeout):
+        return Fault(
+            "timed_out",
+            "TIMEOUT",
+            f"timed out{where}: {exc} (an endless loop, or a deadlock between blocks waiting on each other)",
+            case,
+        ), True
+    if isinstance(exc, CudaError):
+        if exc.sticky:
+            return Fault(
+                "crashed", exc.name, f"crashed{where} with {exc.name} ({_explain(exc.name)})", case
+            ), True
+        return Fault(
+            "launch_error", exc.name, f"the launch failed{where} with {exc.name} ({_explain(exc.name)})", case
+        ), False
+    raise exc
+
+
+def _explain(name: str) -> str:
+    return {
+        "CUDA_ERROR_ILLEGAL_ADDRESS": "a read or write outside any allocation",
+        "CUDA_ERROR_MISALIGNED_ADDRESS": "an access not aligned to its size, e.g. a float4 load "
+        "from an address that is not a multiple of 16",
+        "CUDA_ERROR_LAUNCH_FAILED": "a trap or another unrecoverable fault in the kernel",
+        "CUDA_ERROR_ILLEGAL_INSTRUCTION": "an illegal instruction",
+        "CUDA_ERROR_ASSERT": "a device-side assert failed",
+        "CUDA_ERROR_HARDWARE_STACK_ERROR": "stack overflow (deep recursion or large local arrays)",
+        "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES": "too many registers or too much shared memory for "
+        "this block size",
+        "CUDA_ERROR_INVALID_VALUE": "a launch configuration the device refuses",
+        "CUDA_ERROR_OUT_OF_MEMORY": "the GPU ran out of memory",
+        "CUDA_ERROR_INVALID_IMAGE": "the compiled module does not load on this GPU",
+        "CUDA_ERROR_NO_BINARY_FOR_GPU": "the module was compiled for another architecture",
+    }.get(name, "see the CUDA driver documentation")
+
+
+def _context_healthy(state: WorkerState) -> bool:
+    try:
+        state.ctx.synchronize()
+        return True
+    except Exception:
+        return False
+
+
+def handle_validate(state: WorkerState, req: Any):
+    from engine.gpu.driver import CudaError, KernelTimeout
+    from engine.gpu.protocol import Response, ValidationReport
+    from engine.gpu.runner import PlanError
+    from engine.gpu.validate import validate
+
+    task = state.task(req.task_folder)
+    _printf_bytes()
+    module = None
+    fatal = False
+    try:
+        module = state.ctx.load_module(req.program.cubin)
+        report = validate(
+            state.ctx,
+            state.info,
+            state.harness,
+            state.refs,
+            task,
+            module,
+            req.program.plan,
+            state.settings.validation,
+        )
+    except (CudaError, KernelTimeout, PlanError) as exc:
+        fault, fatal = _fault_response(exc, getattr(exc, "case", None))
+        if not fatal and not _context_healthy(state):
+            fatal = True
+        verdict = {"crashed": "crashed", "timed_out": "timed_out"}.get(fault.kind, "launch_error")
+        report = ValidationReport(verdict=verdict, summary=fault.message, fault=fault)
+    finally:
+        if module is not None and not fatal:
+            try:
+                state.ctx.unload_module(module)
+            except CudaError:
+                fatal = True
+    report = dataclasses.replace(report, printf_bytes=_printf_bytes())
+    return Response(ok=True, result=report, fatal=fatal)
+
+
+def handle_profile(state: WorkerState, req: Any):
+    from engine.gpu.driver import CudaError, KernelTimeout
+    from engine.gpu.protocol import Response
+
+    task = state.task(req.task_folder)
+    modules = []
+    try:
+        programs = []
+        for p in req.programs:
+            module = state.ctx.load_module(p.cubin)
+            modules.append(module)
+            programs.append((p.label, module, p.plan))
+        report = state.profiler.profile(task, programs)
+        return Response(ok=True, result=report)
+    except (CudaError, KernelTimeout) as exc:
+        fault, fatal = _fault_response(exc, None)
+        return Response(
+            ok=False, error=fault.message, result=fault, fatal=fatal or not _context_healthy(state)
+        )
+    finally:
+        for module in modules:
+            with contextlib.suppress(CudaError):
+                state.ctx.unload_module(module)
+
+
+def handle_peaks(state: WorkerState, req: Any):
+    from engine.gpu import peaks
+    from engine.gpu.protocol import Response
+
+    cached = None if req.force else peaks.load_cached(state.info)
+    if cached is None:
+        cached = peaks.measure(state.ctx, state.info, state.harness)
+        peaks.store(state.info, cached)
+    return Response(ok=True, result=cached)
+
+
+def serve(proto_in: IO[bytes], proto_out: IO[bytes]) -> int:
+    from engine.gpu import protocol as P
+
+    hello = read_message(proto_in)
+    try:
+        state = WorkerState(hello.device_index, hello.settings)
+    except Exception as exc:
+        write_message(proto_out, P.Response(ok=False, error=f"GPU worker could not start: {exc}", fatal=True))
+        traceback.print_exc()
+        return 2
+    write_message(proto_out, P.Response(ok=True, result=state.info))
+    handlers = {
+        P.ValidateRequest: handle_validate,
+        P.ProfileRequest: handle_profile,
+        P.PeaksRequest: handle_peaks,
+        P.InfoRequest: lambda s, r: P.Response(ok=True, result=s.info),
+    }
+    while True:
+        try:
+            req = read_message(proto_in)
+        except EOFError:
+            return 0
+        if isinstance(req, P.ShutdownRequest):
+            write_message(proto_out, P.Response(ok=True))
+            return 0
+        handler = handlers.get(type(req))
+        if handler is None:
+            write_message(proto_out, P.Response(ok=False, error=f"unknown request {type(req).__name__}"))
+            continue
+        try:
+            response = handler(state, req)
+        except Exception as exc:
+            traceback.print_exc()
+            # A worker-side failure that is not the candidate's: report it and stay up unless the
+            # context is gone.
+            response = P.Response(
+                ok=False, error=f"{type(exc).__name__}: {exc}", fatal=not _context_healthy(state)
+            )
+        write_message(proto_out, response)
+        if response.fatal:
+            return 3
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="cuda-llm GPU worker (started by the engine)")
+    parser.add_argument("--printf-log", required=True, help="file that receives device printf output")
+    args = parser.parse_args(argv)
+    proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
+    proto_out = os.fdopen(os.dup(1), "wb")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    log_fd = os.open(args.printf_log, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(log_fd, 1)
+    sys.stdout = sys.stderr  # Python-level prints must not reach the printf log either
+    return serve(proto_in, proto_out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
