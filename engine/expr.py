@@ -71,7 +71,10 @@ def parse(text: str) -> ast.Expression:
 
 def names(text: str) -> set[str]:
     """The names an expression refers to (to check them against a task before any run)."""
-    return {n.id for n in ast.walk(parse(text)) if isinstance(n, ast.Name)}
+    tree = parse(text)
+    # The callee of min(...) is an ast.Name too, but a function, not a name the task must define.
+    callees = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in callees}
 
 
 def _eval(node: ast.AST, env: Mapping[str, int], text: str) -> int:
