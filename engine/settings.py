@@ -36,10 +36,11 @@ class ValidationSettings:
     # One run of a launch plan at the largest validation size takes milliseconds; a kernel still
     # running after this is treated as hung (the worker is restarted).
     launch_timeout_s: float = 10.0
-    # The scrub fills shared memory with this 32-bit pattern (a NaN; -1 as an integer) before
-    # the first run and a huge finite value before the second, so code that reads shared memory
-    # it did not write gets garbage either way.
-    scrub_patterns: tuple[int, int] = (0x7FBADBAD, 0x5A5A5A5A)
+    # The scrub fills shared memory with this 32-bit pattern before the first run (a NaN, but not
+    # the output poison, so a kernel that copies garbage out is "wrong", not "unwritten") and a
+    # huge finite value before the second, so code that reads shared memory it did not write
+    # gets garbage either way and the two runs disagree.
+    scrub_patterns: tuple[int, int] = (0x7FC0DEAD, 0x5A5A5A5A)
 
 
 @dataclass(frozen=True)

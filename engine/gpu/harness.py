@@ -49,13 +49,25 @@ extern "C" __global__ void harness_delay(unsigned long long ns)
     } while (now - start < ns);
 }
 
-// Device-to-device copy with 16-byte accesses: the bandwidth ceiling (bytes read + written).
+// Bandwidth probes with 16-byte accesses. Which access mix reaches the highest DRAM throughput
+// differs by GPU (on an H200 two reads per write beat a plain copy), so the peak is the best of a
+// copy (1 read, 1 write), a triad (2 reads, 1 write) and the flush kernel above (reads only).
 extern "C" __global__ void harness_copy(const float4* __restrict__ src, float4* __restrict__ dst,
                                         unsigned long long n4)
 {
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n4;
          i += (unsigned long long)gridDim.x * blockDim.x) {
         dst[i] = src[i];
+    }
+}
+
+extern "C" __global__ void harness_triad(const float4* __restrict__ a, const float4* __restrict__ b,
+                                         float4* __restrict__ c, unsigned long long n4)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n4;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        float4 x = a[i], y = b[i];
+        c[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
     }
 }
 
@@ -82,7 +94,7 @@ def compile_harness(arch: str) -> bytes:
     """Compile the harness kernels for this device (in the worker, once per start)."""
     from engine.compile.nvrtc import compile_in_process
 
-    result = compile_in_process(HARNESS_SOURCE, arch, trusted=True)
+    result = compile_in_process(HARNESS_SOURCE, arch)
     if not result.ok or result.cubin is None:
         raise RuntimeError(f"the harness kernels failed to compile: {result.error}\n{result.log}")
     return result.cubin
@@ -97,6 +109,7 @@ class Harness:
     copy: Any
     fma: Any
     delay: Any
+    triad: Any
     flush_buffer: DeviceBuffer
     sink: DeviceBuffer
     sm_count: int
@@ -143,6 +156,15 @@ class Harness:
         n4 = min(src.nbytes, dst.nbytes) // 16
         params = pack_params([("ptr", src.ptr), ("ptr", dst.ptr), ("uint64", n4)])
         self.ctx.launch(self.copy, (8 * self.sm_count, 1, 1), (512, 1, 1), 0, params)
+
+    def triad_launch(self, a: DeviceBuffer, b: DeviceBuffer, c: DeviceBuffer) -> None:
+        n4 = min(a.nbytes, b.nbytes, c.nbytes) // 16
+        params = pack_params([("ptr", a.ptr), ("ptr", b.ptr), ("ptr", c.ptr), ("uint64", n4)])
+        self.ctx.launch(self.triad, (8 * self.sm_count, 1, 1), (512, 1, 1), 0, params)
+
+    def read_launch(self, buf: DeviceBuffer) -> None:
+        params = pack_params([("ptr", buf.ptr), ("uint64", buf.nbytes // 16), ("ptr", self.sink.ptr)])
+        self.ctx.launch(self.flush, (4 * self.sm_count, 1, 1), (512, 1, 1), 0, params)
 
     def fma_launch(self, iters: int, blocks: int, threads: int) -> None:
         params = pack_params(

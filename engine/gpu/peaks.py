@@ -17,7 +17,7 @@ from engine.gpu.harness import FMA_PER_ITER, Harness
 from engine.gpu.protocol import DeviceInfo, Peaks
 from engine.paths import user_cache_dir
 
-# Bytes copied per bandwidth sample: far beyond any L2 (60 MiB on H200), small next to memory.
+# Bytes per buffer of the bandwidth probes: far beyond any L2 (60 MiB on H200), small next to memory.
 COPY_BYTES = 1 << 30
 # Samples of each probe; the median is kept.
 PEAK_SAMPLES = 15
@@ -29,7 +29,7 @@ FMA_ITERS = 4096
 FP16_TENSOR_FLOP_PER_SM_CLOCK = {7: 512, 8: 1024, 9: 4096, 10: 8192, 12: 1024}
 FP16_TENSOR_SM80 = 2048  # A100 (sm_80) doubles the other Ampere parts
 # Bump when the measuring method changes, so old cached figures are not reused.
-METHOD_VERSION = 1
+METHOD_VERSION = 2
 
 
 def _cache_file():
@@ -80,18 +80,27 @@ def fp16_tensor_rate(info: DeviceInfo) -> float:
 
 
 def measure(ctx: Context, info: DeviceInfo, harness: Harness, timeout_s: float = 30.0) -> Peaks:
-    nbytes = min(COPY_BYTES, ctx.free_memory() // 4) // 16 * 16
-    src, dst = ctx.alloc(nbytes), ctx.alloc(nbytes)
+    nbytes = min(COPY_BYTES, ctx.free_memory() // 8) // 16 * 16
+    bufs = [ctx.alloc(nbytes) for _ in range(3)]
+    a, b, c = bufs
     try:
-        ctx.fill32(src, 0x3F800000)
-        for _ in range(3):
-            harness.copy_launch(src, dst)
-        ctx.wait(timeout_s)
-        copy_ms = _median_ms(ctx, lambda: harness.copy_launch(src, dst), PEAK_SAMPLES, timeout_s)
+        for buf in bufs:
+            ctx.fill32(buf, 0x3F800000)
+        probes = {
+            "copy": (2, lambda: harness.copy_launch(a, c)),
+            "triad": (3, lambda: harness.triad_launch(a, b, c)),
+            "read": (1, lambda: harness.read_launch(a)),
+        }
+        rates = {}
+        for name, (passes, run) in probes.items():
+            for _ in range(3):
+                run()
+            ctx.wait(timeout_s)
+            rates[name] = passes * nbytes / (_median_ms(ctx, run, PEAK_SAMPLES, timeout_s) / 1000)
     finally:
-        ctx.free(src)
-        ctx.free(dst)
-    bandwidth = 2 * nbytes / (copy_ms / 1000)
+        for buf in bufs:
+            ctx.free(buf)
+    bandwidth = max(rates.values())
 
     blocks = FMA_BLOCKS_PER_SM * info.sm_count
     for _ in range(3):

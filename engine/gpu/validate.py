@@ -17,14 +17,10 @@ from engine.gpu.driver import Context, DeviceBuffer
 from engine.gpu.protocol import CaseReport, DeviceInfo, LaunchResources, ValidationReport
 from engine.gpu.reference_cache import ReferenceCache, ReferenceCase
 from engine.gpu.runner import ModuleFunctions, prepare
-from engine.judge.compare import INT_POISON, Mismatch, OutputComparison, compare_output
+from engine.judge.compare import HALF_POISON, INT_POISON, Mismatch, OutputComparison, compare_output
 from engine.settings import ValidationSettings
 from engine.task.model import BufferSpec, SizeCase, Task
 from engine.task.reference import case_seed
-
-# fp16 NaN with a recognisable payload; 4- and 8-byte types take the 32-bit INT_POISON (a NaN
-# as float32 and as float64).
-_HALF_POISON = 0x7FBA
 
 
 @dataclass
@@ -38,7 +34,7 @@ class CaseOutcome:
 def poison(ctx: Context, buf: DeviceBuffer, dtype: str) -> None:
     size = DTYPES[dtype].itemsize
     if size == 2:
-        ctx.fill16(buf, _HALF_POISON)
+        ctx.fill16(buf, HALF_POISON)
     else:
         ctx.fill32(buf, INT_POISON)
 
