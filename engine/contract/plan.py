@@ -7,6 +7,7 @@ and arguments fit the kernel signatures is `engine.contract.binding`'s job.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,6 +24,8 @@ ParamType = Literal["ptr", "int32", "uint32", "int64", "uint64", "float32", "flo
 MAX_LAUNCHES = 16  # more launches than any sensible plan; bounds the work one reply can ask for
 MAX_SCRATCH = 16
 MAX_ARGS = 64
+
+_INT_LITERAL = re.compile(r"-?[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,8 @@ class LaunchPlan:
             return {"expr": a.text, "type": a.int_type} if a.int_type else a.text
 
         def num(t: str) -> Any:
-            return int(t) if t.lstrip("-").isdigit() else t
+            # Only a plain literal becomes a JSON number ("--1" is an expression, not an int).
+            return int(t) if _INT_LITERAL.fullmatch(t) else t
 
         return {
             "scratch": [{"name": s.name, "dtype": s.dtype, "count": num(s.count)} for s in self.scratch],
@@ -122,7 +126,8 @@ def _dims(value: Any, where: str) -> tuple[str, ...]:
 
 
 def _identifier(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value.isidentifier():
+    # isidentifier() alone admits non-ASCII letters, which C identifiers do not.
+    if not isinstance(value, str) or not value.isascii() or not value.isidentifier():
         raise FormatError(f"launch plan: {where} must be a C identifier, got {value!r}")
     return value
 
@@ -154,6 +159,10 @@ def parse_plan(data: Any) -> LaunchPlan:
             raise FormatError(
                 f"launch plan: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
             ) from None
+        except RecursionError:
+            raise FormatError("launch plan: the JSON is nested too deeply") from None
+        except ValueError as exc:  # an integer literal thousands of digits long
+            raise FormatError(f"launch plan: not a usable JSON value ({exc})") from None
     if not isinstance(data, dict):
         raise FormatError('launch plan: must be a JSON object with "launches" (and optional "scratch")')
     unknown = set(data) - {"scratch", "launches"}
@@ -172,7 +181,8 @@ def parse_plan(data: Any) -> LaunchPlan:
             or not {"name", "dtype", "count"} <= set(s)
         ):
             raise FormatError(f'launch plan: {where} must be {{"name": ..., "dtype": ..., "count": ...}}')
-        if s["dtype"] not in DTYPES:
+        # isinstance first: a list or object is unhashable and cannot be looked up.
+        if not isinstance(s["dtype"], str) or s["dtype"] not in DTYPES:
             raise FormatError(f"launch plan: {where}.dtype {s['dtype']!r} unknown; one of {sorted(DTYPES)}")
         name = _identifier(s["name"], f"{where}.name")
         if any(t.name == name for t in scratch):
@@ -196,8 +206,10 @@ def parse_plan(data: Any) -> LaunchPlan:
             if key not in la:
                 raise FormatError(f'launch plan: {where} has no "{key}"')
         args = la["args"]
-        if not isinstance(args, list) or len(args) > MAX_ARGS:
+        if not isinstance(args, list):
             raise FormatError(f"launch plan: {where}.args must be a list")
+        if len(args) > MAX_ARGS:
+            raise FormatError(f"launch plan: {where}.args has {len(args)} items; at most {MAX_ARGS}")
         launches.append(
             Launch(
                 kernel=_identifier(la["kernel"], f"{where}.kernel"),
