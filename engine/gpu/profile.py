@@ -92,7 +92,14 @@ class Profiler:
 
     # ---- one sample ----------------------------------------------------------------------
     def _timed(self, entry: _Entry, flush: bool) -> float:
-        """Run the entry once between events; return GPU milliseconds."""
+        """Run the entry once between events; return GPU milliseconds. A fault names the entry."""
+        try:
+            return self._timed_unchecked(entry, flush)
+        except Exception as exc:
+            exc.case = entry.label  # type: ignore[attr-defined]  # which program took the worker down
+            raise
+
+    def _timed_unchecked(self, entry: _Entry, flush: bool) -> float:
         if flush:
             self.harness.flush_l2()
         self.harness.delay_us(_ENQUEUE_MARGIN_US + _ENQUEUE_US_PER_LAUNCH * entry.launches)
@@ -174,33 +181,37 @@ class Profiler:
         """New input values in the very buffers that were timed; every program must still be right."""
         case = task.timing
         ref = self.refs.get(task, case, case_seed(task, case, 0))
-        assert ref.expected is not None
         for e in entries:
             if e.fault is not None or e.bufs is None or e.prepared is None:
                 continue
-            for name, host in inputs.items():
-                after = e.bufs.download(name, self.vs.launch_timeout_s)
-                if not np.array_equal(after.view(np.uint8), host.view(np.uint8)):
-                    e.state_check = f"the kernel changed input {name!r} while being timed"
-                    break
-            if e.state_check:
-                continue
-            for name, host in ref.inputs.items():
-                self.ctx.upload(e.bufs.device[name], host)
-            for b in task.outputs:
-                poison(self.ctx, e.bufs.device[b.name], b.dtype)
-            e.prepared.run(self.ctx)
-            self.ctx.wait(self.vs.launch_timeout_s)
-            for b in task.outputs:
-                got = e.bufs.download(b.name, self.vs.launch_timeout_s)
-                scale = ref.scale[b.name] if ref.scale else None
-                cmp = compare_output(b.name, ref.expected[b.name], got, task.tolerance, scale, 1)
-                if not cmp.passed:
-                    e.state_check = (
-                        f"after timing, new input values in the same buffers gave {cmp.wrong} wrong "
-                        f"element(s) of {b.name!r}: the kernel returns results cached from earlier runs"
-                    )
-                    break
+            try:
+                e.state_check = self._check_one(task, e, inputs, ref)
+            except Exception as exc:
+                exc.case = e.label  # type: ignore[attr-defined]
+                raise
+
+    def _check_one(self, task: Task, e: _Entry, inputs: dict[str, Any], ref: Any) -> str | None:
+        assert e.bufs is not None and e.prepared is not None and ref.expected is not None
+        for name, host in inputs.items():
+            after = e.bufs.download(name, self.vs.launch_timeout_s)
+            if not np.array_equal(after.view(np.uint8), host.view(np.uint8)):
+                return f"the kernel changed input {name!r} while being timed"
+        for name, host in ref.inputs.items():
+            self.ctx.upload(e.bufs.device[name], host)
+        for b in task.outputs:
+            poison(self.ctx, e.bufs.device[b.name], b.dtype)
+        e.prepared.run(self.ctx)
+        self.ctx.wait(self.vs.launch_timeout_s)
+        for b in task.outputs:
+            got = e.bufs.download(b.name, self.vs.launch_timeout_s)
+            scale = ref.scale[b.name] if ref.scale else None
+            cmp = compare_output(b.name, ref.expected[b.name], got, task.tolerance, scale, 1)
+            if not cmp.passed:
+                return (
+                    f"after timing, new input values in the same buffers gave {cmp.wrong} wrong "
+                    f"element(s) of {b.name!r}: the kernel returns results cached from earlier runs"
+                )
+        return None
 
     # ---- the job ---------------------------------------------------------------------------
     def profile(self, task: Task, programs: list[tuple[str, Any, Any]]) -> ProfileReport:

@@ -258,7 +258,7 @@ def handle_profile(state: WorkerState, req: Any):
         report = state.profiler.profile(task, programs)
         return Response(ok=True, result=report)
     except (CudaError, KernelTimeout) as exc:
-        fault, fatal = _fault_response(exc, None)
+        fault, fatal = _fault_response(exc, getattr(exc, "case", None))
         return Response(
             ok=False, error=fault.message, result=fault, fatal=fatal or not _context_healthy(state)
         )
