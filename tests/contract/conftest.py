@@ -19,11 +19,15 @@ def build_task(
 ) -> Task:
     """A task from {name: (type, value)} scalars and {name: (dtype, shape, role)} buffers."""
     scalars = scalars if scalars is not None else {"n": ("int32", None)}
-    buffers = buffers if buffers is not None else {
-        "a": ("float32", ("n",), "input"),
-        "b": ("float32", ("n",), "input"),
-        "c": ("float32", ("n",), "output"),
-    }
+    buffers = (
+        buffers
+        if buffers is not None
+        else {
+            "a": ("float32", ("n",), "input"),
+            "b": ("float32", ("n",), "input"),
+            "c": ("float32", ("n",), "output"),
+        }
+    )
     specs = tuple(ScalarSpec(name, t, v) for name, (t, v) in scalars.items())
     sizes = tuple((s.name, 7) for s in specs if s.value is None)
     timing = SizeCase("timing", sizes, 1, True)
@@ -40,8 +44,7 @@ def build_task(
         tolerance=Tolerance("abs", 1e-6, 0.0),
         roofline=Roofline("n", "n", "fp32"),
         baseline_source="",
-        baseline_plan=parse_plan({"launches": [{"kernel": "k", "grid": [1], "block": [1],
-                                                "args": []}]}),
+        baseline_plan=parse_plan({"launches": [{"kernel": "k", "grid": [1], "block": [1], "args": []}]}),
         folder=Path("."),
         fingerprint="test",
     )

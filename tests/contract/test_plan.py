@@ -21,10 +21,14 @@ from engine.contract.plan import (
 DESIGN_EXAMPLE = {
     "scratch": [{"name": "partial", "dtype": "float32", "count": "cdiv(n, 1024)"}],
     "launches": [
-        {"kernel": "block_sums", "grid": ["cdiv(n, 1024)"], "block": [256], "shared_bytes": 0,
-         "args": ["x", "partial", "n"]},
-        {"kernel": "final_sum", "grid": [1], "block": [1024],
-         "args": ["partial", "out", "cdiv(n, 1024)"]},
+        {
+            "kernel": "block_sums",
+            "grid": ["cdiv(n, 1024)"],
+            "block": [256],
+            "shared_bytes": 0,
+            "args": ["x", "partial", "n"],
+        },
+        {"kernel": "final_sum", "grid": [1], "block": [1024], "args": ["partial", "out", "cdiv(n, 1024)"]},
     ],
 }
 
@@ -45,7 +49,10 @@ def test_design_example_parses() -> None:
     plan = parse_plan(DESIGN_EXAMPLE)
     assert plan.scratch == (ScratchBuffer("partial", "float32", "cdiv(n, 1024)"),)
     assert plan.launches[0] == Launch(
-        "block_sums", ("cdiv(n, 1024)",), ("256",), "0",
+        "block_sums",
+        ("cdiv(n, 1024)",),
+        ("256",),
+        "0",
         (PlanArg("x"), PlanArg("partial"), PlanArg("n")),
     )
     second = plan.launches[1]
@@ -60,10 +67,15 @@ def test_json_text_and_bytes_parse_like_objects() -> None:
 
 
 def test_to_json_round_trips() -> None:
-    plan = parse_plan(DESIGN_EXAMPLE | {"launches": [
-        *DESIGN_EXAMPLE["launches"],
-        launch(args=[{"expr": "n", "type": "int64"}, 7, "-3"], shared_bytes="4 * 256"),
-    ]})
+    plan = parse_plan(
+        DESIGN_EXAMPLE
+        | {
+            "launches": [
+                *DESIGN_EXAMPLE["launches"],
+                launch(args=[{"expr": "n", "type": "int64"}, 7, "-3"], shared_bytes="4 * 256"),
+            ]
+        }
+    )
     data = plan.to_json()
     assert data["launches"][1]["grid"] == [1]  # literals come back as numbers
     assert data["launches"][2]["args"] == [{"expr": "n", "type": "int64"}, "7", "-3"]
@@ -158,8 +170,10 @@ def test_launch_field_errors(overrides: dict[str, Any], expected: str | None) ->
         ([{"name": "p", "dtype": "float32", "count": "n / 2"}], "scratch[0].count: 'n / 2'"),
         ([{"name": "p", "dtype": "float32", "count": 1.5}], "scratch[0].count must be an integer"),
         ([{"name": "p", "dtype": "float32", "count": 1}] * 2, "scratch buffer 'p' declared twice"),
-        ([{"name": f"p{i}", "dtype": "float32", "count": 1} for i in range(MAX_SCRATCH + 1)],
-         f"at most {MAX_SCRATCH} buffers"),
+        (
+            [{"name": f"p{i}", "dtype": "float32", "count": 1} for i in range(MAX_SCRATCH + 1)],
+            f"at most {MAX_SCRATCH} buffers",
+        ),
     ],
 )
 def test_scratch_errors(scratch: Any, expected: str) -> None:
