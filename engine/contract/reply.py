@@ -42,7 +42,7 @@ _JSON_STRING_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 
 _FORMAT_HINT = (
     "A reply holds one fenced ```cuda block with all the kernels and one fenced ```json block "
-    "with the launch plan {\"launches\": [...]}; a short explanation may come before them."
+    'with the launch plan {"launches": [...]}; a short explanation may come before them.'
 )
 
 
@@ -97,9 +97,10 @@ def _split_blocks(lines: list[str]) -> list[_Block]:
             if f and f["info"].strip()[0].isalpha():
                 # An opening fence with a language cannot be content: the block before it was
                 # not closed (usually a closing fence glued to the last line of code).
-                raise FormatError(_unclosed_message(lang, marker, i, lines[i + 1:k], k + 1))
-        body_lines = [ln[len(indent):] if ln.startswith(indent) else ln.lstrip(" \t")
-                      for ln in lines[i + 1:j]]
+                raise FormatError(_unclosed_message(lang, marker, i, lines[i + 1 : k], k + 1))
+        body_lines = [
+            ln[len(indent) :] if ln.startswith(indent) else ln.lstrip(" \t") for ln in lines[i + 1 : j]
+        ]
         body = "\n".join(body_lines)
         if j is None:
             if body.strip():
@@ -110,8 +111,7 @@ def _split_blocks(lines: list[str]) -> list[_Block]:
     return blocks
 
 
-def _unclosed_message(lang: str, marker: str, at: int, body_lines: list[str],
-                      next_fence: int | None) -> str:
+def _unclosed_message(lang: str, marker: str, at: int, body_lines: list[str], next_fence: int | None) -> str:
     name = f"{marker}{lang}" if lang else marker
     line = at + 1
     if next_fence is None:
@@ -125,8 +125,14 @@ def _unclosed_message(lang: str, marker: str, at: int, body_lines: list[str],
             f"the {name} block opened on line {line} is not closed before the fence on line "
             f"{next_fence}: close each block with {marker} on a line of its own."
         )
-    glued = next((k for k, ln in enumerate(body_lines)
-                  if ln.rstrip().endswith(marker[:3]) and ln.strip() != marker[:3]), None)
+    glued = next(
+        (
+            k
+            for k, ln in enumerate(body_lines)
+            if ln.rstrip().endswith(marker[:3]) and ln.strip() != marker[:3]
+        ),
+        None,
+    )
     if glued is not None:
         message += (
             f" (Line {line + 1 + glued} ends with {marker[:3]} after other text: a closing "
@@ -170,13 +176,11 @@ def _classify(blocks: list[_Block]) -> tuple[list[_Block], list[_Block], list[_B
 def _count_problems(code: list[_Block], plans: list[_Block], other: list[_Block]) -> list[str]:
     others = ""
     if other:
-        listed = ", ".join(f"a {_fence_name(b)} block on line {b.line}"
-                           for b in other[:MAX_LINES_LISTED])
+        listed = ", ".join(f"a {_fence_name(b)} block on line {b.line}" for b in other[:MAX_LINES_LISTED])
         others = f" (The reply has {listed}: neither kernels nor a launch plan.)"
     problems = []
     if not code:
-        problems.append("no CUDA code block found: put all the kernels in one fenced ```cuda "
-                        "block.")
+        problems.append("no CUDA code block found: put all the kernels in one fenced ```cuda block.")
     elif len(code) > 1:
         problems.append(
             f"found {len(code)} CUDA code blocks (opening on lines {_lines_listed(code)}): put "
@@ -184,13 +188,13 @@ def _count_problems(code: list[_Block], plans: list[_Block], other: list[_Block]
         )
     if not plans:
         problems.append(
-            "no launch plan found: add one fenced ```json block holding {\"launches\": "
-            "[{\"kernel\": ..., \"grid\": [...], \"block\": [...], \"args\": [...]}]}."
+            'no launch plan found: add one fenced ```json block holding {"launches": '
+            '[{"kernel": ..., "grid": [...], "block": [...], "args": [...]}]}.'
         )
     elif len(plans) > 1:
         problems.append(
             f"found {len(plans)} launch plans (```json blocks opening on lines "
-            f"{_lines_listed(plans)}): give exactly one, with every launch in its \"launches\" "
+            f'{_lines_listed(plans)}): give exactly one, with every launch in its "launches" '
             "list."
         )
     if problems and others:
@@ -222,14 +226,14 @@ def _check_source(source: str, line: int) -> None:
 
 def _json_hint(body: str, exc: json.JSONDecodeError) -> str:
     line = body.split("\n")[exc.lineno - 1] if body else ""
-    before = body[:exc.pos].rstrip()
-    at = body[exc.pos:exc.pos + 1]
+    before = body[: exc.pos].rstrip()
+    at = body[exc.pos : exc.pos + 1]
     if re.search(r"//|/\*", _JSON_STRING_RE.sub('""', line)):
         return " JSON allows no comments: remove them."
     if before.endswith(",") and at in ("}", "]"):
         return f" Remove the trailing comma before '{at}'."
     if at == "'":
-        return " JSON strings use double quotes (\"), not single quotes."
+        return ' JSON strings use double quotes ("), not single quotes.'
     if exc.msg.startswith("Extra data"):
         return " The block must hold exactly one JSON object."
     return ""
@@ -238,7 +242,7 @@ def _json_hint(body: str, exc: json.JSONDecodeError) -> str:
 def _quote(body: str, lineno: int, colno: int) -> str:
     line = body.split("\n")[lineno - 1] if body else ""
     start = max(0, colno - 1 - MAX_QUOTED_CHARS // 2)
-    shown = line[start:start + MAX_QUOTED_CHARS]
+    shown = line[start : start + MAX_QUOTED_CHARS]
     caret = " " * (colno - 1 - start) + "^"
     return f"\n    {shown}\n    {caret}"
 
@@ -276,7 +280,7 @@ def parse_reply(text: str, *, max_bytes: int = MAX_REPLY_BYTES) -> ParsedReply:
                 "answer. " + _FORMAT_HINT
             )
         # Blank the reasoning but keep its lines, so line numbers match the reply as written.
-        text = "\n" * think.group().count("\n") + text[think.end():]
+        text = "\n" * think.group().count("\n") + text[think.end() :]
     if not text.strip():
         raise FormatError("the reply is empty. " + _FORMAT_HINT)
 
@@ -291,9 +295,7 @@ def parse_reply(text: str, *, max_bytes: int = MAX_REPLY_BYTES) -> ParsedReply:
     _check_source(code_block.body, code_block.line)
     plan = _load_plan(plan_block)
 
-    taken = set(range(code_block.start, code_block.end)) | set(
-        range(plan_block.start, plan_block.end)
-    )
+    taken = set(range(code_block.start, code_block.end)) | set(range(plan_block.start, plan_block.end))
     explanation = "\n".join(ln for k, ln in enumerate(lines) if k not in taken)
     explanation = re.sub(r"\n{3,}", "\n\n", explanation).strip()
     return ParsedReply(

@@ -20,13 +20,19 @@ _BUILTIN_WORDS = frozenset(
 )
 # Words that qualify a parameter without changing what the harness passes.
 _QUALIFIERS = frozenset(
-    {"const", "volatile", "__restrict__", "__restrict", "restrict", "__grid_constant__",
-     "register"}
+    {"const", "volatile", "__restrict__", "__restrict", "restrict", "__grid_constant__", "register"}
 )
 # Declaration attributes followed by a parenthesised argument list, skipped as a unit.
 _ATTRIBUTES_WITH_ARGS = frozenset(
-    {"__launch_bounds__", "__maxnreg__", "__cluster_dims__", "__attribute__", "__declspec",
-     "alignas", "__align__"}
+    {
+        "__launch_bounds__",
+        "__maxnreg__",
+        "__cluster_dims__",
+        "__attribute__",
+        "__declspec",
+        "alignas",
+        "__align__",
+    }
 )
 # Namespaces under which the standard integer typedefs are also reachable.
 _STD_PREFIXES = ("::cuda::std::", "::std::", "cuda::std::", "std::", "::")
@@ -107,7 +113,7 @@ def _splice(text: str) -> tuple[str, list[int]]:
     pos = 0
     length = 0
     for m in _SPLICE_RE.finditer(text):
-        parts.append(text[pos:m.start()])
+        parts.append(text[pos : m.start()])
         length += m.start() - pos
         offsets.append(length)
         pos = m.end()
@@ -120,8 +126,7 @@ def _track_conditional(name: str, rest: str, dead_depth: int) -> int:
     if dead_depth:
         if name in ("if", "ifdef", "ifndef"):
             return dead_depth + 1
-        if name == "endif" or (dead_depth == 1 and name in ("else", "elif", "elifdef",
-                                                            "elifndef")):
+        if name == "endif" or (dead_depth == 1 and name in ("else", "elif", "elifdef", "elifndef")):
             return dead_depth - 1
         return dead_depth
     if name == "if" and rest.strip() in ("0", "(0)", "false"):
@@ -227,8 +232,8 @@ def _canonical(words: list[str]) -> str:
     if not set(words) <= _BUILTIN_WORDS:
         text = " ".join(words)
         for prefix in _STD_PREFIXES:
-            if text.startswith(prefix) and "::" not in text[len(prefix):]:
-                return text[len(prefix):]
+            if text.startswith(prefix) and "::" not in text[len(prefix) :]:
+                return text[len(prefix) :]
         return text
     if not words:
         return ""
@@ -396,11 +401,10 @@ class _Scanner:
         elif linkage != "C":
             self.not_c.append(name)
         else:
-            groups = _split_params(tokens[name_at + 2:close])
+            groups = _split_params(tokens[name_at + 2 : close])
             if len(groups) == 1 and [t.text for t in groups[0]] == ["void"]:
                 groups = []
-            sig = KernelSignature(name, tuple(_param(g) for g in groups), tokens[name_at].line,
-                                  defined)
+            sig = KernelSignature(name, tuple(_param(g) for g in groups), tokens[name_at].line, defined)
             previous = self.found.get(name)
             # A prototype first and its definition later: keep the definition.
             if previous is None or (defined and not previous.defined):
