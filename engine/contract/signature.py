@@ -223,7 +223,7 @@ def _join(tokens: list[_Token]) -> str:
     text = " ".join(t.text for t in tokens)
     text = re.sub(r" ?(::|[<>()\[\]]) ?", r"\1", text)
     text = re.sub(r" ?, ?", ", ", text)
-    return text.replace(" *", "*")
+    return text.replace(" *", "*").replace(" &", "&")
 
 
 def _canonical(words: list[str]) -> str:

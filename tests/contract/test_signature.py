@@ -88,8 +88,8 @@ def test_raw_is_the_parameter_as_written_without_comments() -> None:
 @pytest.mark.parametrize(
     ("decl", "c_type", "name"),
     [
-        ("float& r", "float &", "r"),
-        ("const float &r", "const float &", "r"),
+        ("float& r", "float&", "r"),
+        ("const float &r", "const float&", "r"),
         ("void (*f)(int)", "void(* f)(int)", ""),
         ("Array<float, 4> a", "Array<float, 4>", "a"),
     ],
