@@ -426,6 +426,16 @@ class _Binder:
                 )
                 writable.add(r.name)  # once reported, later const reads follow from this fix
 
+    def check_outputs_reached(self, writable: set[str]) -> None:
+        """The harness writes no output itself: one no kernel can write stays unwritten."""
+        for b in self.task.outputs:
+            if b.name not in writable:
+                self.fail(
+                    f"the output buffer {_quote(b.name)} is not passed to any launch: give it to "
+                    f"a kernel through a non-const pointer ({DTYPES[b.dtype].c_type}* "
+                    f"{b.name}) that writes it."
+                )
+
     def check_ptx(self, sig: KernelSignature, at: str) -> None:
         assert self.ptx_params is not None
         sizes = self.ptx_params.get(sig.name)
@@ -495,6 +505,9 @@ class _Binder:
         self.check_scratch()
         writable: set[str] = set()
         launches = [self.bind_launch(i, la, writable) for i, la in enumerate(self.plan.launches)]
+        if not self.problems:
+            # Only on an otherwise clean plan: a launch that failed to bind passed nothing.
+            self.check_outputs_reached(writable)
         if self.problems:
             shown = self.problems[:MAX_PROBLEMS]
             more = len(self.problems) - len(shown)

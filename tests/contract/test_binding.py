@@ -324,6 +324,21 @@ def test_scratch_first_read_through_const_pointer() -> None:
     assert "launches[1]" not in message  # once launch 0 is fixed, launch 1's const read is fine
 
 
+def test_output_never_passed() -> None:
+    source = 'extern "C" __global__ void k(const float* a, const float* b, int n) {}'
+    message = bind_error(source, [launch("k", ["a", "b", "n"])])
+    assert message == (
+        'launch plan: the output buffer "c" is not passed to any launch: give it to a kernel '
+        "through a non-const pointer (float* c) that writes it."
+    )
+
+
+def test_output_check_waits_for_launches_that_bind() -> None:
+    # The unknown kernel is the problem; that its arguments never reached "c" follows from it.
+    message = bind_error(VECTOR_ADD, [launch("vector_ad", ["a", "b", "c", "n"])])
+    assert "not passed to any launch" not in message
+
+
 # --- scalars and expressions ------------------------------------------------------------------
 
 
