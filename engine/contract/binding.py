@@ -509,14 +509,19 @@ class _Binder:
             # Only on an otherwise clean plan: a launch that failed to bind passed nothing.
             self.check_outputs_reached(writable)
         if self.problems:
-            shown = self.problems[:MAX_PROBLEMS]
-            more = len(self.problems) - len(shown)
-            if len(shown) == 1:
-                raise FormatError(f"launch plan: {shown[0]}")
-            lines = "\n".join(f"- {p}" for p in shown)
-            tail = f"\n(and {more} more)" if more > 0 else ""
-            raise FormatError(f"launch plan: {len(self.problems)} problems:\n{lines}{tail}")
+            raise FormatError(_report(self.problems))
         return BoundPlan(self.plan.scratch, tuple(la for la in launches if la is not None))
+
+
+def _report(problems: list[str]) -> str:
+    """The first problem on the first line (what a one-line status shows), the rest below."""
+    first, rest = problems[0], problems[1:MAX_PROBLEMS]
+    if not rest:
+        return f"launch plan: {first}"
+    lines = "\n".join(f"- {p}" for p in rest)
+    unlisted = len(problems) - MAX_PROBLEMS
+    tail = f"\n(and {unlisted} more)" if unlisted > 0 else ""
+    return f"launch plan: {first}\n{len(problems) - 1} more problem(s) in this plan:\n{lines}{tail}"
 
 
 def _int_c(size: int) -> str:
