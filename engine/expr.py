@@ -65,6 +65,8 @@ def parse(text: str) -> ast.Expression:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"{text!r}: not a valid expression ({exc.msg})") from None
+    except ValueError:  # a lone surrogate: the parser cannot even encode the text
+        raise ExpressionError(f"{text!r}: not a valid expression (it contains a non-character)") from None
     _check_tree(tree, text)
     return tree
 

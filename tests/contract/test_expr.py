@@ -116,6 +116,7 @@ def test_a_name_bound_to_a_non_integer_is_refused() -> None:
         ("n +", "not a valid expression"),
         ("n; n", "not a valid expression"),
         ("1\x00", "not a valid expression"),
+        ("n\ud800", "not a valid expression"),
     ],
 )
 def test_rejected_constructs(text: str, message: str) -> None:

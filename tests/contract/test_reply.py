@@ -363,3 +363,56 @@ def test_empty_code_block() -> None:
 def test_plan_json_is_exactly_what_was_written() -> None:
     plan = json.dumps(json.loads(PLAN), indent=4)
     assert parse_reply(reply(code=KERNELS, plan=plan)).plan_json == plan
+
+
+def test_mutated_replies_fail_only_with_format_errors() -> None:
+    """Random damage to a good reply (seeded): the contract either accepts it or says why in a
+    FormatError; no other exception may escape to the loop."""
+    import random
+
+    from engine.contract.binding import bind_plan
+    from engine.contract.signature import parse_kernels
+
+    from .conftest import build_task
+
+    task = build_task(buffers={"x": ("float32", ("n",), "input"), "out": ("float32", ("1",), "output")})
+    good = f"Here.\n```cuda\n{KERNELS}```\n```json\n{PLAN}\n```\n"
+    pieces = [
+        *'`~{}[]()",:;*&<>#\\/\n \x00abnx019-_',
+        "```",
+        "```cuda\n",
+        "```json\n",
+        "__global__",
+        'extern "C"',
+        "const ",
+        "template<int N>",
+        "\ud800",
+        "//",
+        "/*",
+        "*/",
+        "#if 0\n",
+        "\\\n",
+        '{"expr": "n", "type": "int64"}',
+        "size_t ",
+        "1e999",
+        "99999999999999999999",
+    ]
+    rng = random.Random(2506)
+    outcomes = {"accepted": 0, "refused": 0}
+    for _ in range(400):
+        chars = list(good)
+        for _ in range(rng.randint(1, 6)):
+            pos = rng.randrange(len(chars))
+            if rng.random() < 0.5:
+                del chars[pos : pos + rng.randint(1, 20)]
+            else:
+                chars.insert(pos, rng.choice(pieces))
+        try:
+            parsed = parse_reply("".join(chars))
+            bind_plan(parsed.plan, task, parse_kernels(parsed.source))
+            outcomes["accepted"] += 1
+        except FormatError as exc:
+            assert str(exc)
+            outcomes["refused"] += 1
+    # Both outcomes occur: the mutations are neither all harmless nor all fatal.
+    assert outcomes["accepted"] > 0 and outcomes["refused"] > 0
