@@ -75,7 +75,6 @@ _TYPES_RULE = (
 class _Resolved:
     """One argument after resolution, before its BoundArg is built."""
 
-    kind: str  # buffer | scratch | scalar | expr
     name: str
     param: KernelParam
     role: str  # input | output | scratch | value
@@ -255,8 +254,6 @@ class _Binder:
         else:
             dtype, role = self.scratch[name].dtype, "scratch"
         what = f"the {role} buffer {_quote(name)} ({dtype})"
-        if role == "scratch":
-            what = f"the scratch buffer {_quote(name)} ({dtype})"
         const = "const " if role == "input" else ""
         c_type = DTYPES[dtype].c_type
         suggestion = f"`{const}{c_type}* {param.name or name}`"
@@ -397,16 +394,16 @@ class _Binder:
             if not self.bind_buffer(name, kind, param, where):
                 return None
             role = self.buffers[name].role if kind == "buffer" else "scratch"
-            return BoundArg(kind, name, "ptr"), _Resolved(kind, name, param, role)
+            return BoundArg(kind, name, "ptr"), _Resolved(name, param, role)
         if arg.int_type is None and name in self.scalars:
             ptype = self.bind_scalar(name, param, where)
             if ptype is None:
                 return None
-            return BoundArg("scalar", name, ptype), _Resolved("scalar", name, param, "value")
+            return BoundArg("scalar", name, ptype), _Resolved(name, param, "value")
         ptype = self.bind_expr(arg, param, where)
         if ptype is None:
             return None
-        return BoundArg("expr", arg.text, ptype), _Resolved("expr", arg.text, param, "value")
+        return BoundArg("expr", arg.text, ptype), _Resolved(arg.text, param, "value")
 
     # --- launches ----------------------------------------------------------------------------
 
