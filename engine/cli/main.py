@@ -9,7 +9,7 @@ import argparse
 import sys
 
 from engine import __version__
-from engine.cli import doctor_cmd, eval_cmd, tasks_cmd
+from engine.cli import doctor_cmd, eval_cmd, run_cmd, sessions_cmd, tasks_cmd
 
 DESCRIPTION = """\
 A language model writes CUDA kernels; the GPU proves them right and fast.
@@ -17,12 +17,15 @@ With no command, cuda-llm opens the terminal UI."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cuda-llm", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="cuda-llm", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--version", action="version", version=f"cuda-llm {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     tasks_cmd.register(sub)
     eval_cmd.register(sub)
+    run_cmd.register(sub)
+    sessions_cmd.register(sub)
     doctor_cmd.register(sub)
     return parser
 

@@ -29,14 +29,25 @@ def list_tasks(args: argparse.Namespace) -> int:
         nbytes, flops = item.bytes_and_flops(item.timing)
         size = " ".join(f"{k}={v}" for k, v in item.timing.values)
         rows.append((item.name, item.category, size, human_bytes(nbytes), _si(flops), item.summary))
-        records.append({
-            "name": item.name, "category": item.category, "summary": item.summary,
-            "folder": str(item.folder), "timing_size": item.timing.as_dict(), "bytes": nbytes,
-            "flops": flops, "peak": item.roofline.peak, "dtype_contract": item.dtype_contract,
-            "validation_sizes": [c.as_dict() for c in item.validation if not c.is_timing],
-            "tolerance": {"scale": item.tolerance.scale, "rtol": item.tolerance.rtol,
-                          "atol": item.tolerance.atol},
-        })
+        records.append(
+            {
+                "name": item.name,
+                "category": item.category,
+                "summary": item.summary,
+                "folder": str(item.folder),
+                "timing_size": item.timing.as_dict(),
+                "bytes": nbytes,
+                "flops": flops,
+                "peak": item.roofline.peak,
+                "dtype_contract": item.dtype_contract,
+                "validation_sizes": [c.as_dict() for c in item.validation if not c.is_timing],
+                "tolerance": {
+                    "scale": item.tolerance.scale,
+                    "rtol": item.tolerance.rtol,
+                    "atol": item.tolerance.atol,
+                },
+            }
+        )
     if args.json:
         print_json(records)
     else:

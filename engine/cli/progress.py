@@ -1,0 +1,110 @@
+"""The headless run's view of the loop: one line per event worth a line, plus a live status line
+for streaming tokens when stderr is a terminal."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from engine.fsr import events as ev
+from engine.judge.judgement import Judgement
+
+_STATUS_MARK = {
+    "format_error": "format error",
+    "compile_error": "compile error",
+    "launch_error": "launch error",
+    "crashed": "crashed",
+    "timed_out": "timed out",
+    "wrong": "wrong",
+    "correct": "correct",
+    "suspect": "suspect",
+    "compiled": "compiled",
+}
+
+
+def judgement_line(j: Judgement) -> str:
+    return f"{j.label}: {j.message}"
+
+
+class ProgressPrinter:
+    """Subscribes to an EventBus. Lines go to `out`; the live token counter only to a terminal."""
+
+    def __init__(self, out: TextIO | None = None, live: bool | None = None) -> None:
+        self.out = out or sys.stderr
+        self.live = self.out.isatty() if live is None else live
+        self._tokens: dict[str, int] = {}
+        self._status_shown = False
+
+    def _line(self, text: str) -> None:
+        if self._status_shown:
+            self.out.write("\r\033[K")
+            self._status_shown = False
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def _status(self) -> None:
+        if not self.live or not self._tokens:
+            return
+        parts = [f"{label} {n}" for label, n in self._tokens.items()]
+        self.out.write("\r\033[K  streaming: " + "  ".join(parts) + " chunks")
+        self.out.flush()
+        self._status_shown = True
+
+    def __call__(self, event: ev.Event) -> None:
+        if isinstance(event, ev.SessionStarted):
+            verb = "resumed" if event.resumed else "started"
+            s = event.settings
+            self._line(
+                f"session {event.session_id} {verb}: {event.task} with {event.model} on {event.device} "
+                f"(N={s.candidates}, D={s.rounds}, R={s.repairs})"
+            )
+        elif isinstance(event, ev.RoundStarted):
+            what = f"repair {event.attempt}" if event.attempt else "asking"
+            self._line(f"round {event.round}: {what} for {event.candidates} candidates")
+        elif isinstance(event, ev.TokensStreamed):
+            self._tokens[event.label] = self._tokens.get(event.label, 0) + 1
+            self._status()
+        elif isinstance(event, ev.RequestRetrying):
+            self._tokens.pop(event.label, None)
+            self._line(f"  {event.label}: {event.message}; retrying in {event.delay_s:.0f} s")
+        elif isinstance(event, ev.ReplyReceived):
+            self._tokens.pop(event.label, None)
+            c = event.completion
+            tokens = f"{c.completion_tokens} tokens" if c.completion_tokens else f"{len(c.text)} chars"
+            self._line(f"  {event.label}: reply received ({tokens}, {c.elapsed_s:.1f} s)")
+        elif isinstance(event, ev.ModelFailed):
+            self._tokens.pop(event.label, None)
+            self._line(f"  {event.label}: model error: {event.message}")
+        elif isinstance(event, ev.CandidateJudged):
+            j = event.judgement
+            if event.stage == "compiled" and j.status == "compiled":
+                return  # an intermediate step; the validation line follows
+            self._line(f"  {judgement_line(j)}")
+            for w in j.warnings:
+                self._line(f"    note: {w}")
+        elif isinstance(event, ev.RoundProfiled):
+            t = event.timing
+            if t.baseline is not None:
+                self._line(f"  timed on {t.device}: baseline {t.baseline.median_us:.1f} us")
+        elif isinstance(event, ev.AwaitingDecision):
+            self._line(f"  waiting for a decision on {event.judgement.label}")
+        elif isinstance(event, ev.DecisionMade):
+            self._line(f"  {event.label}: {event.decision}" + (f" ({event.reason})" if event.reason else ""))
+        elif isinstance(event, ev.BestImproved):
+            self._line(f"  new best: {judgement_line(event.judgement)}")
+        elif isinstance(event, ev.RoundFinished):
+            best = f"{event.best_label}" + (f" {event.best_median_us:.1f} us" if event.best_median_us else "")
+            speed = f", {event.best_speedup:.2f}x baseline" if event.best_speedup else ""
+            roof = f", {event.best_roofline_share:.0%} of roofline" if event.best_roofline_share else ""
+            self._line(f"round {event.round} done: best {best}{speed}{roof}; {event.tokens_used} tokens so far")
+        elif isinstance(event, ev.SessionPaused):
+            self._line(f"paused: {event.reason}")
+        elif isinstance(event, ev.SessionResumed):
+            self._line("resumed")
+        elif isinstance(event, ev.Notice):
+            self._line(("warning: " if event.level == "warning" else "") + event.message)
+        elif isinstance(event, ev.Failed):
+            self._line(f"failed: {event.message}")
+        elif isinstance(event, ev.SessionFinished):
+            best = judgement_line(event.best) if event.best else "none"
+            self._line(f"finished ({event.reason}); best {best}")

@@ -1,0 +1,170 @@
+"""`cuda-llm run TASK --model SPEC --headless`: the FSR loop without the TUI.
+
+Ctrl-C stops cleanly after recording what is done (a second Ctrl-C exits at once); the session can
+be continued with `--resume ID`. Exit codes: 0 finished or stopped, 3 paused (resumable), 1 failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+from engine.cli.output import error, print_json
+
+EXIT_PAUSED = 3
+
+
+def add_session_arguments(p: argparse.ArgumentParser, task_required: bool = True) -> None:
+    """The options `run`, `bench` and the TUI share."""
+    g = p.add_argument_group("model")
+    g.add_argument("--model", help="ollama:MODEL, openai:MODEL or replay:SESSION")
+    g.add_argument("--host", help="ollama server (default: $OLLAMA_HOST or http://127.0.0.1:11434)")
+    g.add_argument(
+        "--base-url",
+        help="OpenAI-compatible server (default: $OPENAI_BASE_URL); the key comes from $OPENAI_API_KEY only",
+    )
+    g.add_argument("--temperature", type=float)
+    g.add_argument("--seed", type=int)
+    g.add_argument("--num-ctx", type=int, help="ollama context window")
+    g.add_argument("--max-tokens", type=int, help="cut a reply after this many tokens")
+    loop = p.add_argument_group("loop")
+    loop.add_argument("--rounds", "-D", type=int, help="optimisation rounds (default 5)")
+    loop.add_argument("--candidates", "-N", type=int, help="candidates per request (default 4)")
+    loop.add_argument("--repairs", "-R", type=int, help="repair requests per round (default 3)")
+    loop.add_argument("--patience", "-K", type=int, help="stop after K rounds without a new best (default 3; 0: never)")
+    loop.add_argument(
+        "--target-roofline", type=float, help="stop at this share of the roofline (default 0.9; 0: never)"
+    )
+    loop.add_argument("--token-budget", type=int, help="stop after this many tokens")
+    loop.add_argument("--time-budget", type=float, help="stop after this many seconds")
+    dev = p.add_argument_group("device")
+    dev.add_argument("--compile-only", action="store_true", help="compile and bind only; no GPU")
+    dev.add_argument("--arch", help="compile for this arch when there is no GPU (default sm_90)")
+    dev.add_argument("--gpu", type=int, default=0, help="CUDA device index (default 0)")
+    p.add_argument("--db", help="sessions database (default: the user data folder)")
+
+
+def loop_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """LoopSettings fields the user gave explicitly."""
+    out: dict[str, object] = {}
+    for name, field in (
+        ("rounds", "rounds"),
+        ("candidates", "candidates"),
+        ("repairs", "repairs"),
+        ("token_budget", "token_budget"),
+        ("time_budget", "time_budget_s"),
+    ):
+        value = getattr(args, name, None)
+        if value is not None:
+            out[field] = value
+    if getattr(args, "patience", None) is not None:
+        out["patience"] = args.patience or None
+    if getattr(args, "target_roofline", None) is not None:
+        out["target_roofline"] = args.target_roofline or None
+    return out
+
+
+def loop_settings(args: argparse.Namespace):
+    import dataclasses
+
+    from engine.fsr.settings import LoopSettings
+    from engine.llm.base import GenerateOptions
+
+    gen = GenerateOptions()
+    gen_changes = {
+        k: getattr(args, a)
+        for a, k in (
+            ("temperature", "temperature"),
+            ("seed", "seed"),
+            ("num_ctx", "num_ctx"),
+            ("max_tokens", "max_tokens"),
+        )
+        if getattr(args, a, None) is not None
+    }
+    gen = dataclasses.replace(gen, **gen_changes)
+    return dataclasses.replace(LoopSettings(), generate=gen, **loop_overrides(args))
+
+
+def session_options(args: argparse.Namespace, task: str | None):
+    from engine.fsr.session import SessionOptions
+
+    return SessionOptions(
+        task=task,
+        model=args.model,
+        loop=loop_settings(args),
+        db=args.db,
+        host=args.host,
+        base_url=args.base_url,
+        compile_only=args.compile_only,
+        arch=args.arch,
+        gpu=args.gpu,
+        resume=getattr(args, "resume", None),
+        overrides=loop_overrides(args),
+    )
+
+
+async def run_headless(options, as_json: bool) -> int:
+    from engine.cli.progress import ProgressPrinter
+    from engine.fsr.control import Controller
+    from engine.fsr.session import open_session
+
+    control = Controller(auto_accept=True, stop_when_paused=True)
+    session = await open_session(options, control)
+    if session.env.notice:
+        print(f"cuda-llm: {session.env.notice}", file=sys.stderr)
+    session.bus.subscribe(ProgressPrinter(sys.stderr))
+    loop = asyncio.get_running_loop()
+    presses = 0
+
+    def on_interrupt() -> None:
+        nonlocal presses
+        presses += 1
+        if presses == 1:
+            print(
+                "\ncuda-llm: stopping after the work in flight is recorded (Ctrl-C again to quit now)",
+                file=sys.stderr,
+            )
+            control.stop()
+        else:
+            raise KeyboardInterrupt
+
+    loop.add_signal_handler(signal.SIGINT, on_interrupt)
+    try:
+        result = await session.run()
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        await session.close()
+    if as_json:
+        from engine.cli.report import session_report
+        from engine.store.sessions import SessionStore
+
+        store = SessionStore(options.db)
+        try:
+            print_json(session_report(store, result.session_id))
+        finally:
+            store.close()
+    else:
+        print(f"session {result.session_id}: {result.status} ({result.reason})")
+        if result.status == "paused":
+            print(f"continue with: cuda-llm run --resume {result.session_id} --headless")
+    return {"finished": 0, "stopped": 0, "paused": EXIT_PAUSED}.get(result.status, 1)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.resume is None and (not args.task or not args.model):
+        error("run needs TASK and --model SPEC (or --resume ID); `cuda-llm tasks` lists the tasks")
+        return 2
+    options = session_options(args, args.task)
+    return asyncio.run(run_headless(options, args.json))
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run the FSR loop on a task (the TUI's run screen, or --headless)")
+    p.add_argument("task", nargs="?", help="task name or folder")
+    add_session_arguments(p)
+    p.add_argument("--resume", type=int, metavar="ID", help="continue a recorded session")
+    p.add_argument("--headless", action="store_true", help="no TUI: progress lines on stderr")
+    p.add_argument("--json", action="store_true", help="print the session report as JSON at the end")
+    p.set_defaults(func=run)

@@ -1,0 +1,1 @@
+"""The Feature Search and Reinforcement loop: rounds of candidates, judged and fed back."""

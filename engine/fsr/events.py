@@ -1,0 +1,180 @@
+"""What the FSR loop tells its watchers: typed, immutable events.
+
+The TUI and the headless CLI subscribe to the same stream (an `EventBus`); neither holds engine
+logic. Events carry data, not widgets: a subscriber decides how to show them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from engine.fsr.settings import LoopSettings
+from engine.judge.judgement import Judgement, RoundTiming
+from engine.llm.base import Completion, Message
+
+
+def _now() -> float:
+    return time.time()
+
+
+@dataclass(frozen=True)
+class Event:
+    session_id: str
+
+
+@dataclass(frozen=True)
+class SessionStarted(Event):
+    task: str
+    model: str
+    device: str  # "NVIDIA H200 (sm_90)" or "compile-only (sm_90)"
+    settings: LoopSettings
+    resumed: bool = False
+    at: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True)
+class RoundStarted(Event):
+    round: int
+    attempt: int  # 0: the round's first request; 1..: repairs
+    prompt: tuple[Message, ...]
+    candidates: int
+
+
+@dataclass(frozen=True)
+class RequestStarted(Event):
+    label: str
+    round: int
+    attempt: int
+    slot: int
+
+
+@dataclass(frozen=True)
+class TokensStreamed(Event):
+    label: str
+    text: str  # the new text only
+
+
+@dataclass(frozen=True)
+class RequestRetrying(Event):
+    label: str
+    attempt: int
+    delay_s: float
+    message: str  # the error that caused the retry; the label's streamed text so far is void
+
+
+@dataclass(frozen=True)
+class ReplyReceived(Event):
+    label: str
+    completion: Completion
+
+
+@dataclass(frozen=True)
+class ModelFailed(Event):
+    label: str
+    kind: str
+    message: str  # one line naming the server and what to do
+
+
+@dataclass(frozen=True)
+class CandidateJudged(Event):
+    """A stage finished for one candidate: parsed (format errors), compiled, or validated."""
+
+    stage: str  # "parsed" | "compiled" | "validated"
+    judgement: Judgement
+
+
+@dataclass(frozen=True)
+class RoundProfiled(Event):
+    round: int
+    timing: RoundTiming
+    best_label: str
+    best_median_us: float | None
+
+
+@dataclass(frozen=True)
+class AwaitingDecision(Event):
+    round: int
+    judgement: Judgement  # the round's winner, faster than the best by more than the noise
+    best_median_us: float | None
+
+
+@dataclass(frozen=True)
+class DecisionMade(Event):
+    label: str
+    decision: str  # "accepted" | "rejected" | "auto-accepted"
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class BestImproved(Event):
+    round: int
+    judgement: Judgement
+    previous_label: str
+    previous_median_us: float | None
+
+
+@dataclass(frozen=True)
+class RoundFinished(Event):
+    round: int
+    improved: bool
+    best_label: str
+    best_median_us: float | None
+    best_speedup: float | None
+    best_roofline_share: float | None
+    tokens_used: int
+
+
+@dataclass(frozen=True)
+class SessionPaused(Event):
+    reason: str  # "paused by the user", or a fault the user must fix (a server that is down)
+
+
+@dataclass(frozen=True)
+class SessionResumed(Event):
+    pass
+
+
+@dataclass(frozen=True)
+class SessionFinished(Event):
+    reason: str  # which stop rule ended it
+    best: Judgement | None
+    rounds: int
+    tokens_used: int
+
+
+@dataclass(frozen=True)
+class Failed(Event):
+    message: str  # one line: what broke, and what to do
+
+
+@dataclass(frozen=True)
+class Notice(Event):
+    """A line worth showing that is not a state change (a retry, a throttled GPU, a setting change)."""
+
+    message: str
+    level: str = "info"  # "info" | "warning"
+
+
+Subscriber = Callable[[Event], None]
+
+
+class EventBus:
+    """Fan-out of events to subscribers, in order. A subscriber that raises is dropped, never the loop."""
+
+    def __init__(self) -> None:
+        self._subscribers: list[Subscriber] = []
+        self.dropped: list[str] = []
+
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        self._subscribers.append(fn)
+        return lambda: self._subscribers.remove(fn) if fn in self._subscribers else None
+
+    def emit(self, event: Event) -> None:
+        for fn in list(self._subscribers):
+            try:
+                fn(event)
+            except Exception as exc:  # a broken view must not stop the loop
+                self._subscribers.remove(fn)
+                self.dropped.append(f"{getattr(fn, '__qualname__', fn)}: {exc!r}")

@@ -1,0 +1,523 @@
+"""The Feature Search and Reinforcement loop (DESIGN.md section 1).
+
+A round asks the model for N candidates at once; each is parsed, compiled and validated as soon as
+its reply arrives. If none is correct, a repair request carries every failure back (at most R
+repairs; they do not count as rounds). The correct ones are timed with the baseline and the current
+best, interleaved; the fastest becomes the new best only if it beats the best by more than the
+noise, and, unless auto-accept is on, only once the person accepts it. The next round's prompt
+carries the best kernel, its figures and the history. Every step is recorded as it happens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from engine.contract.errors import FormatError
+from engine.contract.plan import parse_plan
+from engine.errors import UserError
+from engine.fsr import events as ev
+from engine.fsr.control import Controller, Decision, Edit
+from engine.fsr.prompt import PromptBuilder, Rejection
+from engine.fsr.settings import LoopSettings
+from engine.judge.judge import Judge
+from engine.judge.judgement import BASELINE_LABEL, Candidate, Compiled, Judgement
+from engine.llm.base import Message, ModelError, ModelProvider, RequestKey
+from engine.llm.retry import complete_with_retries
+from engine.store.sessions import CandidateRecord, SessionStore, StoreError
+
+
+def candidate_label(key: RequestKey) -> str:
+    """r2-3: round 2, third candidate; r2-fix1-3: the same slot of the round's first repair."""
+    fix = f"-fix{key.attempt}" if key.attempt else ""
+    return f"r{key.round}{fix}-{key.slot + 1}"
+
+
+class SessionPausedError(Exception):
+    """The loop cannot go on until someone fixes something (server down, disk full)."""
+
+
+@dataclass
+class LoopState:
+    """What the loop carries from round to round (and rebuilds on --resume)."""
+
+    best: Judgement
+    best_compiled: Compiled | None
+    round: int = 0  # last finished round
+    no_gain: int = 0
+    tokens: int = 0
+    history: list[str] = field(default_factory=list)
+    rejections: list[Rejection] = field(default_factory=list)
+    last_failures: list[Judgement] = field(default_factory=list)
+    edits: int = 0
+
+
+@dataclass(frozen=True)
+class SessionResult:
+    session_id: int
+    reason: str
+    best: Judgement | None
+    rounds: int
+    tokens: int
+    status: str  # finished | stopped | paused | failed
+
+
+class FsrLoop:
+    def __init__(
+        self,
+        session_id: int,
+        judge: Judge,
+        provider: ModelProvider,
+        store: SessionStore,
+        builder: PromptBuilder,
+        settings: LoopSettings,
+        control: Controller,
+        bus: ev.EventBus,
+        provider_factory: Callable[[str], ModelProvider] | None = None,
+    ) -> None:
+        self.sid = session_id
+        self.judge = judge
+        self.provider = provider
+        self.store = store
+        self.builder = builder
+        self.settings = settings
+        self.control = control
+        self.bus = bus
+        self.provider_factory = provider_factory
+        self._compiled: dict[str, Compiled] = {}
+        self._started = time.monotonic()
+        self._records: dict[str, CandidateRecord] = {r.label: r for r in store.candidates(session_id)}
+
+    def emit(self, event: ev.Event) -> None:
+        self.bus.emit(event)
+
+    # ---- the session -------------------------------------------------------------------------------
+    async def run(self, resumed: bool = False) -> SessionResult:
+        task = self.judge.task
+        device = (
+            f"{self.judge.device.name} ({self.judge.arch})"
+            if self.judge.device
+            else f"compile-only ({self.judge.arch})"
+        )
+        self.emit(ev.SessionStarted(self.sid, task.name, self.provider.spec, device, self.settings, resumed))
+        try:
+            state = await self._initial_state()
+            reason = await self._rounds(state)
+            status = "stopped" if reason == "stopped by the user" else "finished"
+        except SessionPausedError as exc:
+            with contextlib.suppress(StoreError):  # the error that ended it matters more
+                self.store.update_session(self.sid, status="paused", status_message=str(exc))
+            self.emit(ev.SessionPaused(self.sid, str(exc)))
+            return SessionResult(self.sid, str(exc), None, 0, 0, "paused")
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {exc}" if not isinstance(exc, UserError) else str(exc)
+            with contextlib.suppress(StoreError):  # the error that ended it matters more
+                self.store.update_session(self.sid, status="failed", status_message=message)
+            self.emit(ev.Failed(self.sid, message))
+            raise
+        self.store.update_session(
+            self.sid,
+            status=status,
+            status_message=reason,
+            best_label=state.best.label,
+            tokens_used=state.tokens,
+        )
+        self.emit(ev.SessionFinished(self.sid, reason, state.best, state.round, state.tokens))
+        return SessionResult(self.sid, reason, state.best, state.round, state.tokens, status)
+
+    async def _initial_state(self) -> LoopState:
+        """The baseline judged and timed (the first best), then whatever the store says happened."""
+        baseline = await self.judge.baseline()
+        base_j = await self.judge.validate(baseline)
+        if base_j.status not in ("correct", "compiled"):
+            raise UserError(f"the baseline of task {self.judge.task.name!r} fails its own validation: {base_j.message}")
+        if not self.judge.compile_only:
+            timing = await self.judge.profile([(baseline, base_j)])
+            base_j = timing.judgements[0]
+        state = LoopState(best=base_j, best_compiled=baseline)
+        return await self._restore(state)
+
+    async def _restore(self, state: LoopState) -> LoopState:
+        """Rebuild the loop's state from a recorded session (a no-op for a new one)."""
+        rounds = self.store.rounds(self.sid)
+        session = self.store.session(self.sid)
+        state.tokens = session.tokens_used
+        for summary in rounds:
+            state.round = summary["round"]
+            state.history.append(summary["history"])
+            state.no_gain = summary["no_gain"]
+        for rec in self._records.values():
+            if rec.decision == "rejected":
+                state.rejections.append(Rejection(rec.label, rec.decision_reason or ""))
+        if session.best_label and session.best_label != BASELINE_LABEL:
+            rec = self._records.get(session.best_label)
+            if rec and rec.judgement and rec.judgement.candidate:
+                compiled = await self.judge.compile(rec.judgement.candidate)
+                if isinstance(compiled, Compiled):
+                    best = rec.judgement
+                    if not self.judge.compile_only:
+                        timing = await self.judge.profile([(compiled, best)])
+                        best = timing.judgements[0]
+                    state.best, state.best_compiled = best, compiled
+        if rounds:
+            last = [r for r in self._records.values() if r.round == state.round and r.judgement]
+            state.last_failures = [r.judgement for r in last if r.judgement.failed]
+        return state
+
+    async def _rounds(self, state: LoopState) -> str:
+        while True:
+            self._apply_pending()
+            if state.round >= self.settings.rounds:
+                return f"{self.settings.rounds} rounds done"
+            stop = self._stop_rule(state)
+            if stop:
+                return stop
+            await self._checkpoint()
+            if self.control.stopped:
+                return "stopped by the user"
+            await self._round(state, state.round + 1)
+            if self.control.stopped:
+                return "stopped by the user"
+
+    def _stop_rule(self, state: LoopState) -> str | None:
+        s = self.settings
+        fig = state.best.figures
+        if s.target_roofline and fig and fig.roofline_share >= s.target_roofline and not fig.suspect:
+            return f"the best reached {fig.roofline_pct:.0f}% of the roofline (target {s.target_roofline:.0%})"
+        if s.patience and state.no_gain >= s.patience:
+            return f"{state.no_gain} rounds without a new best"
+        if s.token_budget and state.tokens >= s.token_budget:
+            return f"token budget spent ({state.tokens} of {s.token_budget})"
+        if s.time_budget_s and time.monotonic() - self._started >= s.time_budget_s:
+            return f"time budget spent ({s.time_budget_s:.0f} s)"
+        return None
+
+    def _apply_pending(self) -> None:
+        changes = self.control.take_pending()
+        if not changes:
+            return
+        updates = {k: v for k, v in changes.items() if k in ("candidates", "rounds")}
+        if updates:
+            self.settings = dataclasses.replace(self.settings, **updates)
+            self.store.set_settings(self.sid, self.settings)
+        if "model" in changes and self.provider_factory is not None:
+            self.provider = self.provider_factory(str(changes["model"]))
+            self.store.update_session(self.sid, model=self.provider.spec)
+        self.emit(ev.Notice(self.sid, "from this round on: " + ", ".join(f"{k} = {v}" for k, v in changes.items())))
+
+    async def _checkpoint(self) -> None:
+        if self.control.paused and not self.control.stopped:
+            if self.control.stop_when_paused:
+                raise SessionPausedError("paused by the user")
+            self.store.update_session(self.sid, status="paused", status_message="paused by the user")
+            self.emit(ev.SessionPaused(self.sid, "paused by the user"))
+            await self.control.wait_running()
+            self.store.update_session(self.sid, status="running", status_message="")
+            self.emit(ev.SessionResumed(self.sid))
+
+    # ---- one round -------------------------------------------------------------------------------
+    async def _round(self, state: LoopState, r: int) -> None:
+        if r == 1 and state.best.label == BASELINE_LABEL:
+            base = self.builder.first(state.rejections)
+        else:
+            base = self.builder.optimize(r, state.best, state.history, state.rejections, state.last_failures)
+        judged: list[Judgement] = []
+        for attempt in range(self.settings.repairs + 1):
+            recorded = self.store.prompt(self.sid, r, attempt)
+            if recorded is not None:
+                prompt = recorded  # resuming: the model already saw this prompt
+            elif attempt == 0:
+                prompt = base
+            else:
+                prompt = self.builder.repair(base, [j for j in judged if j.failed])
+            self.store.record_prompt(self.sid, r, attempt, prompt)
+            self.emit(ev.RoundStarted(self.sid, r, attempt, tuple(prompt), self.settings.candidates))
+            judged = await self._request_batch(state, r, attempt, prompt)
+            if any(j.is_correct or j.status == "compiled" for j in judged) or self.control.stopped:
+                break
+            if self._stop_rule(state):
+                break
+        await self._conclude_round(state, r, judged)
+
+    async def _request_batch(self, state: LoopState, r: int, attempt: int, prompt: list[Message]) -> list[Judgement]:
+        keys = [RequestKey(r, attempt, slot) for slot in range(self.settings.candidates)]
+        while True:
+            results = await asyncio.gather(*(self._one(state, key, prompt) for key in keys))
+            judged = [j for j in results if isinstance(j, Judgement)]
+            errors = [e for e in results if isinstance(e, ModelError)]
+            if judged or not errors or self.control.stopped:
+                return judged
+            # Every request failed: the server is the problem, not the candidates. Pause.
+            if self.control.stop_when_paused:
+                raise SessionPausedError(str(errors[0]))
+            self.store.update_session(self.sid, status="paused", status_message=str(errors[0]))
+            self.emit(ev.SessionPaused(self.sid, str(errors[0])))
+            self.control.pause()
+            await self.control.wait_running()
+            if self.control.stopped:
+                return []
+            self.emit(ev.SessionResumed(self.sid))
+
+    async def _one(self, state: LoopState, key: RequestKey, prompt: list[Message]) -> Judgement | ModelError | None:
+        label = candidate_label(key)
+        rec = self._records.get(label)
+        if rec is not None and rec.judgement is not None:
+            return await self._reuse(rec)
+        if rec is not None and rec.reply is not None:
+            reply = rec.reply  # received before the interruption, never judged: judge it now
+        else:
+            if self.control.stopped:
+                return None
+            self.emit(ev.RequestStarted(self.sid, label, key.round, key.attempt, key.slot))
+            options = self.settings.generate
+            if options.seed is not None:
+                options = dataclasses.replace(
+                    options, seed=options.seed + 7919 * key.round + 104729 * key.attempt + key.slot
+                )
+            try:
+                completion = await complete_with_retries(
+                    self.provider,
+                    prompt,
+                    options,
+                    key,
+                    on_token=lambda text: self.emit(ev.TokensStreamed(self.sid, label, text)),
+                    on_retry=lambda n, err, delay: self.emit(ev.RequestRetrying(self.sid, label, n, delay, str(err))),
+                )
+            except ModelError as exc:
+                self.emit(ev.ModelFailed(self.sid, label, exc.kind, str(exc)))
+                return exc
+            reply = completion.text
+            try:
+                self.store.record_reply(self.sid, label, key, self._origin(), reply, completion)
+            except StoreError as exc:
+                raise SessionPausedError(str(exc)) from None
+            state.tokens += (completion.prompt_tokens or 0) + (completion.completion_tokens or 0)
+            self.emit(ev.ReplyReceived(self.sid, label, completion))
+        judgement = await self._judge_reply(label, reply, key)
+        return judgement
+
+    def _origin(self) -> str:
+        return "replay" if self.provider.spec.startswith("replay:") else "model"
+
+    async def _judge_reply(self, label: str, reply: str, key: RequestKey) -> Judgement:
+        cand = self.judge.parse(label, reply, origin=self._origin())  # type: ignore[arg-type]
+        if isinstance(cand, Judgement):
+            return self._record(cand, "parsed", key)
+        return await self._judge_candidate(cand, key)
+
+    async def _judge_candidate(self, cand: Candidate, key: RequestKey) -> Judgement:
+        compiled = await self.judge.compile(cand)
+        if isinstance(compiled, Judgement):
+            return self._record(compiled, "compiled", key)
+        self.emit(
+            ev.CandidateJudged(
+                self.sid,
+                "compiled",
+                Judgement(cand.label, "compiled", "compiled", candidate=cand, compile=compiled.compile),
+            )
+        )
+        judgement = await self.judge.validate(compiled)
+        self._compiled[cand.label] = compiled
+        return self._record(judgement, "validated", key)
+
+    def _record(self, j: Judgement, stage: str, key: RequestKey) -> Judgement:
+        try:
+            self.store.record_judgement(self.sid, j, key, origin=j.candidate.origin if j.candidate else "model")
+        except StoreError as exc:
+            raise SessionPausedError(str(exc)) from None
+        self.emit(ev.CandidateJudged(self.sid, stage, j))
+        return j
+
+    async def _reuse(self, rec: CandidateRecord) -> Judgement | None:
+        """A candidate judged before an interruption: keep its verdict; recompile the correct ones
+        (cubins are not stored) so they can be timed."""
+        j = rec.judgement
+        assert j is not None
+        if j.is_correct and j.candidate is not None:
+            compiled = await self.judge.compile(j.candidate)
+            if isinstance(compiled, Compiled):
+                self._compiled[j.label] = compiled
+        self.emit(ev.CandidateJudged(self.sid, "validated", j))
+        return j
+
+    # ---- profiling and selection ------------------------------------------------------------
+    async def _conclude_round(self, state: LoopState, r: int, judged: list[Judgement]) -> None:
+        correct = [j for j in judged if j.is_correct and j.label in self._compiled]
+        state.last_failures = [j for j in judged if j.failed]
+        improved = False
+        if correct and not self.judge.compile_only:
+            entries = [(self._compiled[j.label], j) for j in correct]
+            if state.best.label != BASELINE_LABEL and state.best_compiled is not None:
+                entries.append((state.best_compiled, state.best))
+            timing = await self.judge.profile(entries)
+            by_label = {j.label: j for j in timing.judgements}
+            for j in timing.judgements:
+                if j.label != state.best.label:
+                    self._record(j, "profiled", RequestKey(r, 0, 0))
+            if state.best.label == BASELINE_LABEL:
+                base_j = dataclasses.replace(state.best, timing=timing.baseline) if timing.baseline else state.best
+                if timing.baseline is not None and self.judge.peaks is not None:
+                    from engine.judge.metrics import figures
+
+                    base_j = dataclasses.replace(
+                        base_j,
+                        figures=figures(self.judge.task, timing.baseline, self.judge.peaks, timing.baseline),
+                    )
+                state.best = base_j
+            elif state.best.label in by_label:
+                state.best = by_label[state.best.label]
+            for note in timing.notes:
+                self.emit(ev.Notice(self.sid, note, "warning"))
+            self.emit(
+                ev.RoundProfiled(
+                    self.sid,
+                    r,
+                    timing,
+                    state.best.label,
+                    state.best.timing.median_us if state.best.timing else None,
+                )
+            )
+            contenders = [
+                by_label[j.label]
+                for j in correct
+                if by_label.get(j.label)
+                and by_label[j.label].status == "correct"
+                and by_label[j.label].timing is not None
+            ]
+            contenders.sort(key=lambda j: j.timing.median_us)  # type: ignore[union-attr]
+            for winner in contenders[:1]:
+                if self._beats(winner, state.best):
+                    improved = await self._decide(state, r, winner)
+        await self._process_edits(state, r)
+        n_correct = sum(j.is_correct for j in judged)
+        state.no_gain = 0 if improved else state.no_gain + 1
+        best_t = state.best.timing
+        line = (
+            f"round {r}: {n_correct} of {len(judged)} candidates correct; best {state.best.label}"
+            + (f" {best_t.median_us:.1f} us" if best_t else "")
+            + (
+                f" ({state.best.figures.speedup:.2f}x baseline)"
+                if state.best.figures and state.best.figures.speedup
+                else ""
+            )
+            + (" (new)" if improved else "")
+        )
+        state.history.append(line)
+        state.round = r
+        self.store.record_round(
+            self.sid,
+            r,
+            {
+                "round": r,
+                "history": line,
+                "no_gain": state.no_gain,
+                "best": state.best.label,
+                "improved": improved,
+                "best_median_us": best_t.median_us if best_t else None,
+            },
+        )
+        self.store.update_session(self.sid, best_label=state.best.label, tokens_used=state.tokens)
+        fig = state.best.figures
+        self.emit(
+            ev.RoundFinished(
+                self.sid,
+                r,
+                improved,
+                state.best.label,
+                best_t.median_us if best_t else None,
+                fig.speedup if fig else None,
+                fig.roofline_share if fig else None,
+                state.tokens,
+            )
+        )
+
+    def _beats(self, winner: Judgement, best: Judgement) -> bool:
+        wt, bt = winner.timing, best.timing
+        if wt is None:
+            return False
+        if bt is None:
+            return True
+        noise = wt.rel_iqr + bt.rel_iqr
+        return wt.median_us < bt.median_us * (1 - max(self.settings.min_gain, noise))
+
+    async def _decide(self, state: LoopState, r: int, winner: Judgement) -> bool:
+        """Auto-accept, or wait for the person. Returns whether the best changed."""
+        if self.control.auto_accept:
+            self._accept(state, r, winner, "auto-accepted")
+            return True
+        self.emit(ev.AwaitingDecision(self.sid, r, winner, state.best.timing.median_us if state.best.timing else None))
+        while True:
+            decision = await self.control.wait_decision(winner.label)
+            if decision is None:  # stopped, or auto-accept switched on meanwhile
+                if self.control.auto_accept and not self.control.stopped:
+                    self._accept(state, r, winner, "auto-accepted")
+                    return True
+                return False
+            if isinstance(decision, Edit):
+                edited = await self._judge_edit(state, r, decision)
+                if edited is not None and edited.is_correct:
+                    winner = edited
+                    self.emit(
+                        ev.AwaitingDecision(
+                            self.sid, r, winner, state.best.timing.median_us if state.best.timing else None
+                        )
+                    )
+                continue
+            if decision.kind == "accept":
+                self._accept(state, r, winner, "accepted")
+                return True
+            self._reject(state, decision)
+            return False
+
+    def _accept(self, state: LoopState, r: int, winner: Judgement, how: str) -> None:
+        previous = state.best
+        state.best = winner
+        state.best_compiled = self._compiled.get(winner.label, state.best_compiled)
+        self.store.record_decision(self.sid, winner.label, how)
+        self.store.update_session(self.sid, best_label=winner.label)
+        self.emit(ev.DecisionMade(self.sid, winner.label, how))
+        self.emit(
+            ev.BestImproved(self.sid, r, winner, previous.label, previous.timing.median_us if previous.timing else None)
+        )
+
+    def _reject(self, state: LoopState, decision: Decision) -> None:
+        state.rejections.append(Rejection(decision.label, decision.reason))
+        self.store.record_decision(self.sid, decision.label, "rejected", decision.reason)
+        self.emit(ev.DecisionMade(self.sid, decision.label, "rejected", decision.reason))
+
+    async def _process_edits(self, state: LoopState, r: int) -> None:
+        while (edit := self.control.next_edit()) is not None:
+            edited = await self._judge_edit(state, r, edit)
+            usable = edited is not None and edited.is_correct and edited.timing is not None
+            if usable and self.control.auto_accept and self._beats(edited, state.best):
+                self._accept(state, r, edited, "accepted")
+
+    async def _judge_edit(self, state: LoopState, r: int, edit: Edit) -> Judgement | None:
+        """Run a person's kernel through the three checks and time it against the best."""
+        state.edits += 1
+        label = f"r{r}-edit{state.edits}"
+        key = RequestKey(r, 0, 1000 + state.edits)
+        try:
+            plan = parse_plan(edit.plan_json)
+        except FormatError as exc:
+            return self._record(
+                Judgement(label, "format_error", str(exc).splitlines()[0], detail=str(exc)), "parsed", key
+            )
+        cand = Candidate(label, edit.source, plan, f"edited from {edit.based_on}" if edit.based_on else "", "user")
+        j = await self._judge_candidate(cand, key)
+        if j.status != "correct" or self.judge.compile_only:
+            return j
+        entries = [(self._compiled[label], j)]
+        if state.best.label != BASELINE_LABEL and state.best_compiled is not None:
+            entries.append((state.best_compiled, state.best))
+        timing = await self.judge.profile(entries)
+        for t in timing.judgements:
+            if t.label == label:
+                j = self._record(t, "profiled", key)
+            elif t.label == state.best.label:
+                state.best = t
+        return j

@@ -1,0 +1,143 @@
+"""Assemble a runnable FSR session from options: the task, the judge, the model, the store, the loop.
+
+The headless CLI and the TUI both start sessions through `open_session`; they differ only in how
+they subscribe to the events and drive the controller.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.errors import UserError
+from engine.fsr.control import Controller
+from engine.fsr.events import EventBus
+from engine.fsr.loop import FsrLoop, SessionResult
+from engine.fsr.prompt import PromptBuilder
+from engine.fsr.settings import LoopSettings
+from engine.judge.environment import JudgeEnvironment, open_environment
+from engine.llm.base import ModelProvider
+from engine.llm.spec import parse_model_spec
+from engine.settings import Settings
+from engine.store.sessions import SessionStore
+from engine.task import TaskLibrary
+from engine.task.model import Task
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    task: str | None  # name or folder; None when resuming
+    model: str | None  # spec; None when resuming (the session's own model is used)
+    loop: LoopSettings = field(default_factory=LoopSettings)
+    db: str | None = None
+    host: str | None = None  # ollama server
+    base_url: str | None = None  # OpenAI-compatible server
+    compile_only: bool = False
+    arch: str | None = None
+    gpu: int = 0
+    resume: int | None = None
+    # Settings given explicitly on the command line when resuming (others come from the session).
+    overrides: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class Session:
+    id: int
+    task: Task
+    loop: FsrLoop
+    bus: EventBus
+    control: Controller
+    store: SessionStore
+    env: JudgeEnvironment
+    provider: ModelProvider
+    resumed: bool
+
+    async def run(self) -> SessionResult:
+        return await self.loop.run(resumed=self.resumed)
+
+    async def close(self) -> None:
+        try:
+            await self.provider.close()
+        finally:
+            await self.env.close()
+            self.store.close()
+
+
+def make_provider_factory(store: SessionStore, host: str | None, base_url: str | None):
+    def factory(spec: str) -> ModelProvider:
+        return parse_model_spec(
+            spec, host=host, base_url=base_url, load_replay=lambda sid: store.replies(_session_number(sid))
+        )
+
+    return factory
+
+
+def _session_number(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise UserError(
+            f"replay needs a session number, e.g. replay:12 (got {text!r}); `cuda-llm sessions` lists them"
+        ) from None
+
+
+async def open_session(
+    options: SessionOptions,
+    control: Controller,
+    bus: EventBus | None = None,
+    settings: Settings | None = None,
+    library: TaskLibrary | None = None,
+    store: SessionStore | None = None,
+) -> Session:
+    settings = settings or Settings()
+    bus = bus or EventBus()
+    store = store or SessionStore(options.db)
+    library = library or TaskLibrary()
+    loop_settings = options.loop
+    if options.resume is not None:
+        record = store.session(options.resume)
+        task = library.get(record.task_folder if Path(record.task_folder).is_dir() else record.task)
+        if task.fingerprint != record.task_fingerprint:
+            raise UserError(f"task {task.name!r} changed since session {record.id} was recorded; start a new session")
+        model = options.model or record.model
+        loop_settings = dataclasses.replace(record.settings, **options.overrides)  # type: ignore[arg-type]
+        store.claim(record.id)
+        session_id = record.id
+    else:
+        if not options.task or not options.model:
+            raise UserError("a new session needs a task and --model (or --resume ID)")
+        task = library.get(options.task)
+        model = options.model
+    loop_settings.validate()
+    factory = make_provider_factory(store, options.host, options.base_url)
+    provider = factory(model)
+    env = await open_environment(settings, options.arch, options.compile_only, options.gpu)
+    try:
+        device = f"{env.device.name} ({env.arch})" if env.device else f"compile-only ({env.arch})"
+        if options.resume is None:
+            session_id = store.create_session(
+                task.name, str(task.folder), task.fingerprint, model, loop_settings, device, env.arch
+            )
+        else:
+            store.update_session(session_id, model=model, device=device, arch=env.arch)
+            store.set_settings(session_id, loop_settings)
+        judge = env.judge(task, settings)
+        nvrtc = env.device.nvrtc_version if env.device else _nvrtc_version()
+        builder = PromptBuilder(task, env.arch, nvrtc, env.device, env.peaks, loop_settings.feedback_chars)
+        control.auto_accept = loop_settings.auto_accept and control.auto_accept
+        loop = FsrLoop(session_id, judge, provider, store, builder, loop_settings, control, bus, factory)
+    except BaseException:
+        await env.close()
+        raise
+    return Session(session_id, task, loop, bus, control, store, env, provider, options.resume is not None)
+
+
+def _nvrtc_version() -> str:
+    try:
+        from cuda.bindings import nvrtc
+
+        _, major, minor = nvrtc.nvrtcVersion()
+        return f"{major}.{minor}"
+    except Exception:
+        return "unknown"

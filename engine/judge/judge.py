@@ -1,0 +1,254 @@
+"""The three feature functions in order: Compilation Verifier, Function Validator, Performance Profiler.
+
+`Judge` holds what a task's judging needs (the compiler pool, the GPU worker, the baseline) and
+exposes each stage, so the FSR loop can emit an event between stages, and `judge()` for one-shot use
+(`cuda-llm eval`). Every failure becomes a `Judgement` with a status and a one-line message; nothing
+a candidate does raises out of here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from engine.compile.result import CompileResult
+from engine.contract.binding import bind_plan
+from engine.contract.errors import FormatError
+from engine.contract.reply import parse_reply
+from engine.contract.signature import parse_kernels
+from engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport
+from engine.judge.judgement import (
+    BASELINE_LABEL,
+    Candidate,
+    Compiled,
+    Judgement,
+    Origin,
+    RoundTiming,
+    Status,
+)
+from engine.judge.metrics import Figures, figures
+from engine.settings import Settings
+from engine.task.model import Task
+
+if TYPE_CHECKING:  # the pool and the worker are passed in; importing them here would pull in NVRTC
+    from engine.compile.pool import CompilerPool
+    from engine.gpu.client import GpuWorker
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def compile_warnings(task: Task, result: CompileResult) -> tuple[str, ...]:
+    warnings: list[str] = []
+    if task.roofline.peak == "fp32" and result.precision_hints:
+        warnings.append("uses reduced precision on an fp32 task: " + ", ".join(result.precision_hints))
+    if result.writes_device_globals:
+        names = ", ".join(g.name for g in result.device_globals if g.written)
+        warnings.append(
+            f"writes __device__ global variables ({names}): results must not be kept between runs"
+        )
+    for k in result.kernels:
+        if k.spill_store_bytes or k.spill_load_bytes:
+            warnings.append(
+                f"kernel {k.name} spills registers ({k.spill_store_bytes} bytes stored, "
+                f"{k.spill_load_bytes} loaded)"
+            )
+    return tuple(warnings)
+
+
+class Judge:
+    """Judges the candidates of one task on one device (or compile-only without a GPU)."""
+
+    def __init__(
+        self,
+        task: Task,
+        compiler: CompilerPool,
+        gpu: GpuWorker | None,
+        arch: str,
+        settings: Settings,
+        device: DeviceInfo | None = None,
+        peaks: Peaks | None = None,
+    ) -> None:
+        self.task = task
+        self.compiler = compiler
+        self.gpu = gpu
+        self.arch = arch
+        self.settings = settings
+        self.device = device
+        self.peaks = peaks
+        self._baseline: Compiled | None = None
+
+    @property
+    def compile_only(self) -> bool:
+        return self.gpu is None
+
+    # ---- stage 0: the reply's format -------------------------------------------------------
+    def parse(self, label: str, reply: str, origin: Origin = "model") -> Candidate | Judgement:
+        try:
+            parsed = parse_reply(reply)
+        except FormatError as exc:
+            return Judgement(label, "format_error", _first_line(str(exc)), detail=str(exc))
+        return Candidate(label, parsed.source, parsed.plan, parsed.explanation, origin)
+
+    # ---- stage 1: Compilation Verifier -------------------------------------------------------
+    async def compile(self, cand: Candidate) -> Compiled | Judgement:
+        try:
+            kernels = parse_kernels(cand.source)
+            # Plan errors that need no compiler are found first: a cheaper, clearer message.
+            bind_plan(cand.plan, self.task, kernels)
+            result = await self.compiler.compile(cand.source, self.arch)
+        except FormatError as exc:
+            return Judgement(
+                cand.label, "format_error", _first_line(str(exc)), detail=str(exc), candidate=cand
+            )
+        if not result.ok:
+            errors = [d for d in result.diagnostics if d.severity == "error"]
+            if errors:
+                d = errors[0]
+                where = f"line {d.line}: " if d.line else ""
+                message = f"compile error at {where}{d.message}" + (
+                    f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+                )
+            else:
+                message = result.error or "compile failed"
+            return Judgement(
+                cand.label, "compile_error", message, detail=result.log, candidate=cand, compile=result
+            )
+        try:
+            bound = bind_plan(cand.plan, self.task, kernels, result.ptx_entries)
+        except FormatError as exc:
+            return Judgement(
+                cand.label,
+                "format_error",
+                _first_line(str(exc)),
+                detail=str(exc),
+                candidate=cand,
+                compile=result,
+            )
+        return Compiled(cand, result, bound)
+
+    # ---- stage 2: Function Validator ---------------------------------------------------------
+    async def validate(self, compiled: Compiled) -> Judgement:
+        cand = compiled.candidate
+        warnings = compile_warnings(self.task, compiled.compile)
+        if self.gpu is None:
+            return Judgement(
+                cand.label,
+                "compiled",
+                "compiled and bound (no GPU: not run)",
+                candidate=cand,
+                compile=compiled.compile,
+                warnings=warnings,
+            )
+        report = await self.gpu.validate(self.task, compiled.program())
+        status: Status = "correct" if report.verdict == "correct" else report.verdict
+        if report.printf_bytes:
+            warnings += (f"the kernel printed {report.printf_bytes} bytes (printf slows kernels down)",)
+        return Judgement(
+            cand.label,
+            status,
+            report.summary,
+            candidate=cand,
+            compile=compiled.compile,
+            validation=report,
+            warnings=warnings,
+            device=self.device.name if self.device else None,
+        )
+
+    # ---- stage 3: Performance Profiler -------------------------------------------------------
+    async def baseline(self) -> Compiled:
+        """The task's baseline, compiled once; it is timed again in every profiling session."""
+        if self._baseline is None:
+            cand = Candidate(
+                BASELINE_LABEL, self.task.baseline_source, self.task.baseline_plan, origin="baseline"
+            )
+            compiled = await self.compile(cand)
+            if isinstance(compiled, Judgement):
+                raise RuntimeError(
+                    f"the baseline of task {self.task.name!r} does not compile: {compiled.message}"
+                )
+            self._baseline = compiled
+        return self._baseline
+
+    async def profile(self, entries: Sequence[tuple[Compiled, Judgement]]) -> RoundTiming:
+        """Time the baseline and these correct programs interleaved in one session; attach figures.
+
+        A program that crashes the worker while being timed is marked crashed and the rest are timed
+        again without it."""
+        assert self.gpu is not None
+        baseline = await self.baseline()
+        pending = {c.candidate.label: (c, j) for c, j in entries}
+        crashed: dict[str, Judgement] = {}
+        notes: list[str] = []
+        while True:
+            programs = [baseline.program()] + [c.program() for c, _ in pending.values()]
+            outcome = await self.gpu.profile(self.task, programs)
+            if isinstance(outcome, ProfileReport):
+                break
+            culprit = outcome.fault.case
+            if culprit is None or culprit not in pending:
+                raise RuntimeError(f"profiling failed: {outcome.fault.message}")
+            _c, j = pending.pop(culprit)
+            crashed[culprit] = dataclasses.replace(
+                j,
+                status=outcome.fault.kind if outcome.fault.kind != "launch_error" else "crashed",
+                message=f"while being timed: {outcome.fault.message}",
+            )
+        by_label = {t.label: t for t in outcome.timings}
+        base_t = by_label.get(BASELINE_LABEL)
+        if outcome.throttle_note:
+            notes.append(outcome.throttle_note)
+        if outcome.busy_note:
+            notes.append(outcome.busy_note)
+        judged: list[Judgement] = []
+        for label, (_c, j) in pending.items():
+            t = by_label.get(label)
+            if t is None or t.fault is not None:
+                msg = t.fault.message if t and t.fault else "no timing"
+                judged.append(dataclasses.replace(j, status="launch_error", message=f"timing failed: {msg}"))
+                continue
+            fig = figures(self.task, t, self.peaks, base_t, self.settings.profile.suspect_roofline_share)
+            status: Status = j.status
+            warnings = j.warnings
+            if t.state_check:
+                status, message = "wrong", t.state_check
+            else:
+                message = describe_timing(fig)
+                if fig.suspect:
+                    status = "suspect"
+                    warnings += (fig.suspect,)
+            judged.append(
+                dataclasses.replace(
+                    j,
+                    status=status,
+                    message=message,
+                    timing=t,
+                    figures=fig,
+                    warnings=warnings,
+                    device=outcome.device,
+                )
+            )
+        judged.extend(crashed.values())
+        return RoundTiming(outcome.device, base_t, tuple(judged), tuple(notes))
+
+    # ---- all three, for one candidate ----------------------------------------------------------
+    async def judge(self, cand: Candidate, profile: bool = True) -> Judgement:
+        compiled = await self.compile(cand)
+        if isinstance(compiled, Judgement):
+            return compiled
+        verdict = await self.validate(compiled)
+        if not profile or verdict.status != "correct":
+            return verdict
+        timing = await self.profile([(compiled, verdict)])
+        return timing.judgements[0]
+
+
+def describe_timing(fig: Figures) -> str:
+    parts = [f"correct; {fig.median_us:.1f} us (IQR {fig.iqr_us:.1f})"]
+    if fig.speedup is not None:
+        parts.append(f"{fig.speedup:.2f}x the baseline")
+    if fig.floor_us:
+        parts.append(f"{fig.roofline_pct:.0f}% of the roofline ({fig.bound}-bound)")
+    return ", ".join(parts)

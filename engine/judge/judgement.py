@@ -1,0 +1,80 @@
+"""What judging a candidate produces: plain frozen data (no CUDA, no compiler) that the store, the
+prompt builder, the TUI and the reports all read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from engine.compile.result import CompileResult
+from engine.contract.plan import BoundPlan, LaunchPlan
+from engine.gpu.protocol import ProgramRef, Timing, ValidationReport
+from engine.judge.metrics import Figures
+
+Status = Literal[
+    "format_error",  # the reply breaks the contract (no code, bad plan, unknown kernel...)
+    "compile_error",
+    "compiled",  # compile-only mode: compiled and bound, not run
+    "launch_error",  # the device refused the launch (limits, resources)
+    "crashed",
+    "timed_out",
+    "wrong",
+    "correct",
+    "suspect",  # correct, but its timing cannot be trusted (faster than the roofline, ...)
+]
+Origin = Literal["model", "user", "baseline", "replay"]
+FAILED = frozenset({"format_error", "compile_error", "launch_error", "crashed", "timed_out", "wrong"})
+BASELINE_LABEL = "baseline"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    label: str
+    source: str
+    plan: LaunchPlan
+    explanation: str = ""
+    origin: Origin = "model"
+
+
+@dataclass(frozen=True)
+class Compiled:
+    candidate: Candidate
+    compile: CompileResult
+    bound: BoundPlan
+
+    def program(self) -> ProgramRef:
+        assert self.compile.cubin is not None
+        return ProgramRef(self.candidate.label, self.compile.cubin, self.bound)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    label: str
+    status: Status
+    message: str  # one line, for the user and the model
+    detail: str = ""  # the full text behind the message (a format error, the compile log)
+    candidate: Candidate | None = None
+    compile: CompileResult | None = None
+    validation: ValidationReport | None = None
+    timing: Timing | None = None
+    figures: Figures | None = None
+    warnings: tuple[str, ...] = ()
+    device: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILED
+
+    @property
+    def is_correct(self) -> bool:
+        return self.status in ("correct", "suspect")
+
+
+@dataclass(frozen=True)
+class RoundTiming:
+    """The timings of one profiling session: the baseline and the programs timed with it."""
+
+    device: str
+    baseline: Timing | None
+    judgements: tuple[Judgement, ...]
+    notes: tuple[str, ...] = ()

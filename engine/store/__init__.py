@@ -1,0 +1,1 @@
+"""Sessions recorded in SQLite: every prompt, reply, judgement and decision."""

@@ -1,0 +1,421 @@
+"""Sessions in SQLite (WAL): every prompt, reply, judgement and decision, written as it happens.
+
+A reply is written the moment it arrives and its judgement the moment it is made, so a crash or a
+kill -9 loses at most the requests still in flight, and `--resume` continues from what is here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine import serialize
+from engine.errors import UserError
+from engine.fsr.settings import LoopSettings
+from engine.judge.judgement import Judgement
+from engine.llm.base import Completion, Message, RequestKey
+from engine.paths import user_data_dir
+from engine.store.schema import MIGRATIONS, SCHEMA_VERSION
+
+# A second process waits this long for a lock before giving up with a message.
+BUSY_TIMEOUT_MS = 5000
+
+
+class StoreError(UserError):
+    """The database cannot be read or written (disk full, read-only, newer schema...)."""
+
+
+def default_db_path() -> Path:
+    return user_data_dir() / "sessions.sqlite3"
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    id: int
+    created_at: float
+    updated_at: float
+    task: str
+    task_folder: str
+    task_fingerprint: str
+    model: str
+    settings: LoopSettings
+    device: str
+    arch: str
+    status: str  # running | paused | stopped | finished | failed
+    status_message: str
+    best_label: str | None
+    tokens_used: int
+    owner_pid: int | None
+    owner_host: str | None
+
+
+@dataclass(frozen=True)
+class CandidateRecord:
+    label: str
+    round: int
+    attempt: int
+    slot: int
+    origin: str
+    reply: str | None
+    completion: Completion | None
+    status: str | None  # None: received, not yet judged
+    message: str | None
+    median_us: float | None
+    judgement: Judgement | None
+    decision: str | None
+    decision_reason: str | None
+
+    @property
+    def key(self) -> RequestKey:
+        return RequestKey(self.round, self.attempt, self.slot)
+
+
+def _wrap(exc: sqlite3.Error, path: Path) -> StoreError:
+    text = str(exc)
+    if "full" in text:
+        return StoreError(
+            f"cannot write the session database {path}: the disk is full; free space and "
+            "resume the session (nothing recorded so far is lost)"
+        )
+    if "readonly" in text or "read-only" in text:
+        return StoreError(f"the session database {path} is read-only; use --db to choose another file")
+    if "locked" in text or "busy" in text:
+        return StoreError(
+            f"the session database {path} is locked by another cuda-llm process; try again "
+            "when it is done, or use --db"
+        )
+    return StoreError(f"session database {path}: {text}")
+
+
+class SessionStore:
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path else default_db_path()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(
+                self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+            )
+            self.db.row_factory = sqlite3.Row
+            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = NORMAL")
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            if "file is not a database" in str(exc):
+                raise StoreError(
+                    f"{self.path} is not a cuda-llm session database; use --db to choose another file"
+                ) from None
+            raise _wrap(exc, self.path) from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ---- plumbing ----------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} was written by a newer cuda-llm (schema {version}; this one "
+                f"knows {SCHEMA_VERSION}); upgrade cuda-llm or use --db"
+            )
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            with self._tx():
+                MIGRATIONS[target](self.db)
+                self.db.execute(f"PRAGMA user_version = {target}")
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise _wrap(exc, self.path) from None
+
+    def _write(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        with self._tx() as db:
+            return db.execute(sql, params)
+
+    def integrity_ok(self) -> bool:
+        return self.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    # ---- sessions ------------------------------------------------------------------------------
+    def create_session(
+        self,
+        task: str,
+        task_folder: str,
+        task_fingerprint: str,
+        model: str,
+        settings: LoopSettings,
+        device: str,
+        arch: str,
+    ) -> int:
+        now = time.time()
+        cur = self._write(
+            "INSERT INTO sessions (created_at, updated_at, task, task_folder, task_fingerprint, model, "
+            "settings_json, device, arch, status, owner_pid, owner_host) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)",
+            (
+                now,
+                now,
+                task,
+                task_folder,
+                task_fingerprint,
+                model,
+                json.dumps(serialize.dump(settings)),
+                device,
+                arch,
+                os.getpid(),
+                socket.gethostname(),
+            ),
+        )
+        return int(cur.lastrowid)
+
+    def _row_to_session(self, row: sqlite3.Row) -> SessionRecord:
+        return SessionRecord(
+            id=row["id"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            task=row["task"],
+            task_folder=row["task_folder"],
+            task_fingerprint=row["task_fingerprint"],
+            model=row["model"],
+            settings=serialize.load(LoopSettings, json.loads(row["settings_json"])),
+            device=row["device"],
+            arch=row["arch"],
+            status=row["status"],
+            status_message=row["status_message"],
+            best_label=row["best_label"],
+            tokens_used=row["tokens_used"],
+            owner_pid=row["owner_pid"],
+            owner_host=row["owner_host"],
+        )
+
+    def session(self, session_id: int) -> SessionRecord:
+        row = self.db.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no session {session_id} in {self.path}; `cuda-llm sessions` lists them")
+        return self._row_to_session(row)
+
+    def sessions(self, limit: int = 100) -> list[SessionRecord]:
+        rows = self.db.execute("SELECT * FROM sessions ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+        return [self._row_to_session(r) for r in rows]
+
+    def update_session(self, session_id: int, **fields: Any) -> None:
+        allowed = {
+            "status",
+            "status_message",
+            "best_label",
+            "tokens_used",
+            "model",
+            "settings_json",
+            "owner_pid",
+            "owner_host",
+            "device",
+            "arch",
+        }
+        bad = set(fields) - allowed
+        if bad:
+            raise ValueError(f"not updatable: {bad}")
+        fields["updated_at"] = time.time()
+        cols = ", ".join(f"{k} = ?" for k in fields)
+        self._write(f"UPDATE sessions SET {cols} WHERE id = ?", (*fields.values(), session_id))
+
+    def set_settings(self, session_id: int, settings: LoopSettings) -> None:
+        self.update_session(session_id, settings_json=json.dumps(serialize.dump(settings)))
+
+    def claim(self, session_id: int) -> None:
+        """Mark this process as the one running the session; refuse if another live one is."""
+        rec = self.session(session_id)
+        here = socket.gethostname()
+        if (
+            rec.status == "running"
+            and rec.owner_pid
+            and rec.owner_pid != os.getpid()
+            and rec.owner_host == here
+        ) and _alive(rec.owner_pid):
+            raise StoreError(
+                f"session {session_id} is being run by process {rec.owner_pid}; stop it first"
+            )
+        self.update_session(
+            session_id, owner_pid=os.getpid(), owner_host=here, status="running", status_message=""
+        )
+
+    # ---- prompts, replies, judgements ------------------------------------------------------------
+    def record_prompt(self, session_id: int, round_: int, attempt: int, messages: Sequence[Message]) -> None:
+        self._write(
+            "INSERT OR REPLACE INTO prompts VALUES (?, ?, ?, ?, ?)",
+            (session_id, round_, attempt, json.dumps(serialize.dump(list(messages))), time.time()),
+        )
+
+    def prompt(self, session_id: int, round_: int, attempt: int) -> list[Message] | None:
+        row = self.db.execute(
+            "SELECT messages_json FROM prompts WHERE session_id=? AND round=? AND attempt=?",
+            (session_id, round_, attempt),
+        ).fetchone()
+        return serialize.load(list[Message], json.loads(row[0])) if row else None
+
+    def record_reply(
+        self,
+        session_id: int,
+        label: str,
+        key: RequestKey,
+        origin: str,
+        reply: str,
+        completion: Completion | None,
+    ) -> None:
+        """Write a reply when it arrives (before it is judged). Writing the same label again keeps
+        one row: a candidate is never recorded twice."""
+        with self._tx() as db:
+            before = db.execute(
+                "SELECT completion_json FROM candidates WHERE session_id=? AND label=?", (session_id, label)
+            ).fetchone()
+            db.execute(
+                "INSERT INTO candidates (session_id, label, round, attempt, slot, origin, reply, "
+                "completion_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(session_id, label) DO UPDATE SET reply = excluded.reply, "
+                "completion_json = COALESCE(excluded.completion_json, candidates.completion_json)",
+                (
+                    session_id,
+                    label,
+                    key.round,
+                    key.attempt,
+                    key.slot,
+                    origin,
+                    reply,
+                    json.dumps(serialize.dump(completion)) if completion else None,
+                    time.time(),
+                ),
+            )
+            counted_before = before is not None and before[0] is not None
+            if completion is not None and not counted_before:
+                tokens = (completion.prompt_tokens or 0) + (completion.completion_tokens or 0)
+                db.execute(
+                    "UPDATE sessions SET tokens_used = tokens_used + ?, updated_at = ? WHERE id = ?",
+                    (tokens, time.time(), session_id),
+                )
+
+    def record_judgement(
+        self, session_id: int, judgement: Judgement, key: RequestKey | None = None, origin: str = "model"
+    ) -> None:
+        median = judgement.timing.median_us if judgement.timing else None
+        payload = json.dumps(serialize.dump(judgement))
+        with self._tx() as db:
+            exists = db.execute(
+                "SELECT 1 FROM candidates WHERE session_id=? AND label=?", (session_id, judgement.label)
+            ).fetchone()
+            if exists:
+                db.execute(
+                    "UPDATE candidates SET status=?, message=?, median_us=?, judgement_json=?, "
+                    "judged_at=? WHERE session_id=? AND label=?",
+                    (
+                        judgement.status,
+                        judgement.message,
+                        median,
+                        payload,
+                        time.time(),
+                        session_id,
+                        judgement.label,
+                    ),
+                )
+            else:
+                key = key or RequestKey(0, 0, 0)
+                db.execute(
+                    "INSERT INTO candidates (session_id, label, round, attempt, slot, origin, status, "
+                    "message, median_us, judgement_json, created_at, judged_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        session_id,
+                        judgement.label,
+                        key.round,
+                        key.attempt,
+                        key.slot,
+                        origin,
+                        judgement.status,
+                        judgement.message,
+                        median,
+                        payload,
+                        time.time(),
+                        time.time(),
+                    ),
+                )
+
+    def record_decision(self, session_id: int, label: str, decision: str, reason: str = "") -> None:
+        self._write(
+            "UPDATE candidates SET decision=?, decision_reason=? WHERE session_id=? AND label=?",
+            (decision, reason, session_id, label),
+        )
+
+    def record_round(self, session_id: int, round_: int, summary: dict[str, Any]) -> None:
+        self._write(
+            "INSERT OR REPLACE INTO rounds VALUES (?, ?, ?, ?)",
+            (session_id, round_, json.dumps(summary), time.time()),
+        )
+
+    def rounds(self, session_id: int) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT summary_json FROM rounds WHERE session_id=? ORDER BY round", (session_id,)
+        ).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    def candidates(self, session_id: int) -> list[CandidateRecord]:
+        rows = self.db.execute(
+            "SELECT * FROM candidates WHERE session_id=? ORDER BY round, attempt, slot, id", (session_id,)
+        ).fetchall()
+        out = []
+        for r in rows:
+            out.append(
+                CandidateRecord(
+                    label=r["label"],
+                    round=r["round"],
+                    attempt=r["attempt"],
+                    slot=r["slot"],
+                    origin=r["origin"],
+                    reply=r["reply"],
+                    completion=serialize.load(Completion, json.loads(r["completion_json"]))
+                    if r["completion_json"]
+                    else None,
+                    status=r["status"],
+                    message=r["message"],
+                    median_us=r["median_us"],
+                    judgement=serialize.load(Judgement, json.loads(r["judgement_json"]))
+                    if r["judgement_json"]
+                    else None,
+                    decision=r["decision"],
+                    decision_reason=r["decision_reason"],
+                )
+            )
+        return out
+
+    def replies(self, session_id: int) -> dict[RequestKey, str]:
+        """The model replies of a session by request key (what `replay:ID` plays back)."""
+        self.session(session_id)
+        rows = self.db.execute(
+            "SELECT round, attempt, slot, reply FROM candidates WHERE session_id=? AND "
+            "origin IN ('model', 'replay') AND reply IS NOT NULL",
+            (session_id,),
+        ).fetchall()
+        return {RequestKey(r[0], r[1], r[2]): r[3] for r in rows}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

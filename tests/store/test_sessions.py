@@ -1,0 +1,169 @@
+"""The sessions database: round trips, no duplicates, migrations, refusals, ownership."""
+
+import json
+import sqlite3
+
+import pytest
+
+from engine import serialize
+from engine.contract.plan import parse_plan
+from engine.fsr.settings import LoopSettings
+from engine.gpu.protocol import CaseReport, Timing, ValidationReport
+from engine.judge.compare import Mismatch
+from engine.judge.judgement import Candidate, Judgement
+from engine.llm.base import Completion, GenerateOptions, Message, RequestKey
+from engine.store.schema import MIGRATIONS, SCHEMA_VERSION
+from engine.store.sessions import SessionStore, StoreError
+
+PLAN = parse_plan({"launches": [{"kernel": "k", "grid": ["cdiv(n, 256)"], "block": [256], "args": ["x", "n"]}]})
+
+
+def judgement(label: str = "r1-1", status: str = "wrong") -> Judgement:
+    cand = Candidate(label, 'extern "C" __global__ void k(float* x, int n) {}', PLAN, "why", "model")
+    report = ValidationReport(
+        verdict="wrong",
+        summary="wrong in 1 of 2 cases",
+        cases=(
+            CaseReport("n=1 seed 0", False, 1, 1, 1, float("inf")),
+            CaseReport("n=3 seed 0", True, 3, 0, 0, 0.1),
+        ),
+        mismatches=(Mismatch("x", (0,), 1.0, float("nan"), float("inf"), float("inf"), "n=1 seed 0"),),
+        patterns=("every element is unwritten (still NaN) at n=1 seed 0",),
+    )
+    timing = Timing("r1-1", 10.0, 9.5, 10.5, 9.4, 12, 0, "events", 1, 1980.0)
+    return Judgement(
+        label,
+        status,
+        "wrong in 1 of 2 cases",
+        candidate=cand,
+        validation=report,
+        timing=timing,
+        warnings=("a note",),
+    )
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = SessionStore(tmp_path / "s.db")
+    yield s
+    s.close()
+
+
+def new_session(store: SessionStore) -> int:
+    return store.create_session(
+        "vector_add",
+        "/tasks/vector_add",
+        "abc",
+        "ollama:m",
+        LoopSettings(candidates=2),
+        "NVIDIA H200 (sm_90)",
+        "sm_90",
+    )
+
+
+def test_judgement_round_trip_keeps_nested_reports_and_infinities(store):
+    sid = new_session(store)
+    j = judgement()
+    store.record_judgement(sid, j, RequestKey(1, 0, 0))
+    back = store.candidates(sid)[0].judgement
+    assert back == j or (back.validation.mismatches[0].got != back.validation.mismatches[0].got)  # NaN != NaN
+    assert back.candidate.plan == PLAN
+    assert back.validation.cases[0].worst_ratio == float("inf")
+    assert back.timing.median_us == 10.0 and back.warnings == ("a note",)
+
+
+def test_reply_then_judgement_is_one_row_and_counts_tokens(store):
+    sid = new_session(store)
+    comp = Completion("text", "m", 100, 50, 1.0, 0.2, "stop")
+    store.record_reply(sid, "r1-1", RequestKey(1, 0, 0), "model", "reply text", comp)
+    store.record_reply(sid, "r1-1", RequestKey(1, 0, 0), "model", "reply text", None)  # a retry writes again
+    store.record_judgement(sid, judgement(), RequestKey(1, 0, 0))
+    rows = store.candidates(sid)
+    assert len(rows) == 1
+    assert rows[0].reply == "reply text" and rows[0].status == "wrong"
+    assert rows[0].completion.completion_tokens == 50
+    assert store.session(sid).tokens_used == 150
+
+
+def test_replies_by_request_key_for_replay(store):
+    sid = new_session(store)
+    store.record_reply(sid, "r1-1", RequestKey(1, 0, 0), "model", "a", None)
+    store.record_reply(sid, "r1-fix1-2", RequestKey(1, 1, 1), "model", "b", None)
+    store.record_judgement(sid, judgement("r1-edit1"), RequestKey(1, 0, 1001), origin="user")
+    assert store.replies(sid) == {RequestKey(1, 0, 0): "a", RequestKey(1, 1, 1): "b"}
+
+
+def test_settings_and_prompts_round_trip(store):
+    sid = new_session(store)
+    assert store.session(sid).settings == LoopSettings(candidates=2)
+    msgs = [Message("system", "rules"), Message("user", "task $x {json}")]
+    store.record_prompt(sid, 2, 1, msgs)
+    assert store.prompt(sid, 2, 1) == msgs
+    assert store.prompt(sid, 2, 0) is None
+    assert store.session(sid).settings.generate == GenerateOptions()
+
+
+def test_unknown_session_is_one_clear_line(store):
+    with pytest.raises(StoreError, match=r"no session 42 .* `cuda-llm sessions` lists them"):
+        store.session(42)
+
+
+def test_older_schema_is_migrated(tmp_path):
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    MIGRATIONS[1](db)
+    db.execute("PRAGMA user_version = 1")
+    db.execute(
+        "INSERT INTO sessions (created_at, updated_at, task, task_folder, task_fingerprint, model, "
+        "settings_json, device, arch, status) VALUES (1, 1, 't', '/t', 'f', 'm', ?, 'd', 'sm_90', 'finished')",
+        (json.dumps(serialize.dump(LoopSettings())),),
+    )
+    db.commit()
+    db.close()
+    store = SessionStore(path)
+    try:
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        rec = store.session(1)
+        assert rec.task == "t" and rec.tokens_used == 0 and rec.owner_pid is None
+        assert store.integrity_ok()
+    finally:
+        store.close()
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "new.db"
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="newer cuda-llm"):
+        SessionStore(path)
+
+
+def test_a_file_that_is_not_a_database_is_refused(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("hello, not sqlite " * 100)
+    with pytest.raises(StoreError, match="not a cuda-llm session database"):
+        SessionStore(path)
+
+
+def test_second_process_cannot_claim_a_running_session(store, monkeypatch):
+    sid = new_session(store)
+    store.update_session(sid, owner_pid=1, status="running")  # pid 1 is always alive
+    with pytest.raises(StoreError, match="being run by process 1"):
+        store.claim(sid)
+    store.update_session(sid, status="paused")
+    store.claim(sid)
+    assert store.session(sid).status == "running"
+
+
+def test_second_connection_sees_committed_rows(tmp_path):
+    a = SessionStore(tmp_path / "shared.db")
+    b = SessionStore(tmp_path / "shared.db")
+    try:
+        sid = new_session(a)
+        a.record_judgement(sid, judgement(), RequestKey(1, 0, 0))
+        assert [c.label for c in b.candidates(sid)] == ["r1-1"]
+    finally:
+        a.close()
+        b.close()
