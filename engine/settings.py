@@ -6,6 +6,7 @@ benchmarks build their own with `dataclasses.replace`.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 
@@ -20,8 +21,25 @@ class CompileSettings:
     std: str = "c++17"
     # Line info costs nothing at run time and lets errors and profiles point at source lines.
     lineinfo: bool = True
-    # Parallel compiles: NVRTC is single-threaded, so one process per core keeps a round fast.
-    max_workers: int = 4
+    # Parallel compiles: NVRTC is single-threaded, so one process per core keeps a round fast;
+    # four covers a round of four candidates.
+    max_workers: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
+    # Address-space cap of a compiler process (RLIMIT_AS). The heaviest allowed headers
+    # (cooperative_groups + cub + cuda/barrier) peak at 0.6 GiB; a template or macro bomb grows
+    # without bound, and with this cap NVRTC stops with "out of memory" instead of taking the
+    # machine down. Four workers at the cap still fit a workstation.
+    memory_limit_bytes: int = 4 * 1024**3
+    # Starting a compiler process imports cuda-bindings and, the first time on a machine,
+    # extracts NVRTC's bundled headers (20 MB): seconds, rarely more.
+    start_timeout_s: float = 60.0
+    # Define what NVRTC lacks without headers (INFINITY, FLT_MAX, M_PI, uint32_t...) in front of
+    # the candidate: every model uses them, and "identifier is undefined" would cost a round.
+    prelude: bool = True
+    # A template error can print megabytes; the head holds the first (and most useful) errors,
+    # and the prompt trims further.
+    max_log_bytes: int = 1024 * 1024
+    # Diagnostics kept per compile: the first hundred say all a model can act on.
+    max_diagnostics: int = 100
 
 
 @dataclass(frozen=True)
