@@ -1,0 +1,230 @@
+"""Compile one source with NVRTC, in the current process, through `cuda.bindings.nvrtc` directly.
+
+The raw binding works on every image we run on (cuda-bindings 13.3 with NVRTC 13.0 on the GPU
+machine, 13.5 here) and with no driver: one compile with `-arch=sm_XX` gives both the cubin (what
+the GPU worker loads) and the PTX (shown to the model, scanned for precision and globals).
+
+The engine calls this through `CompilerPool` (a child process with a time limit); the GPU worker
+calls it directly for its own trusted harness kernels.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import time
+from typing import Any
+
+from engine.compile import headers as header_search
+from engine.compile.log import parse_diagnostics, parse_ptxas, with_global_writes
+from engine.compile.prelude import with_prelude
+from engine.compile.ptx import device_globals, precision_hints, ptx_entries
+from engine.compile.result import CANDIDATE_FILE, CompileResult, CompilerUnavailableError
+from engine.compile.source import CheckedSource, check_source
+from engine.settings import CompileSettings
+
+# The program's own name: NVRTC searches "the source's folder" for quoted includes, and a file
+# under /dev/null can never exist, so nothing is found there whatever the working directory
+# holds. (`--no-source-include` would do the same but also stops the CUDA headers' own quoted
+# includes of their neighbours, so <cooperative_groups.h> and <mma.h> would not compile.) The
+# prelude's `#line 1 "candidate.cu"` gives diagnostics the short name.
+PROGRAM_NAME = "/dev/null/" + CANDIDATE_FILE
+
+_ARCH = re.compile(r"(?:sm_|compute_)?(\d{2,3})([af]?)")
+
+
+@functools.cache
+def _nvrtc() -> Any:
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as exc:
+        raise CompilerUnavailableError(
+            f"cuda-bindings is not installed ({exc}): pip install 'cuda-bindings>=13' 'nvidia-cuda-nvrtc>=13'"
+        ) from exc
+    try:
+        nvrtc.nvrtcVersion()
+    except RuntimeError as exc:  # DynamicLibNotFoundError: libnvrtc.so.13 is missing
+        raise CompilerUnavailableError(
+            f"NVRTC could not be loaded ({exc}): pip install 'nvidia-cuda-nvrtc>=13'"
+        ) from exc
+    return nvrtc
+
+
+def nvrtc_version() -> tuple[int, int]:
+    _, major, minor = _nvrtc().nvrtcVersion()
+    return (major, minor)
+
+
+@functools.cache
+def supported_archs() -> tuple[int, ...]:
+    result = _nvrtc().nvrtcGetSupportedArchs()
+    return tuple(int(a) for a in result[1])
+
+
+def normalize_arch(arch: str | int) -> str:
+    """ "sm_90", "90", 90, "compute_90" -> "sm_90"; "sm_90a" keeps its suffix."""
+    m = _ARCH.fullmatch(str(arch).strip())
+    if m is None:
+        raise ValueError(f"not a GPU architecture: {arch!r} (expected e.g. sm_90)")
+    return f"sm_{m.group(1)}{m.group(2)}"
+
+
+def build_options(arch: str, settings: CompileSettings, include_dirs: tuple[str, ...]) -> tuple[str, ...]:
+    # No --use_fast_math: it changes accuracy (approximate division, flushed denormals), and
+    # precision is the task's decision, stated in its dtype contract.
+    options = [f"-arch={arch}", f"--std={settings.std}"]
+    if settings.lineinfo:
+        options.append("-lineinfo")
+    options.append("--ptxas-options=-v")  # registers, shared memory, stack and spills in the log
+    options.extend(f"-I{d}" for d in include_dirs)
+    return tuple(options)
+
+
+def _program_string(getter_size: Any, getter: Any, prog: Any) -> bytes:
+    _, size = getter_size(prog)
+    buffer = b" " * size
+    getter(prog, buffer)
+    return buffer.rstrip(b"\0")
+
+
+def _scrub(text: str, include_dirs: tuple[str, ...]) -> str:
+    """Host paths out of a log or PTX that may go to a remote model: include folders become
+    header names (cuda/std/climits), and the program name and `.file` paths become candidate.cu."""
+    for d in sorted(include_dirs, key=len, reverse=True):
+        text = text.replace(d.rstrip("/") + "/", "")
+    text = text.replace(PROGRAM_NAME, CANDIDATE_FILE)
+    return re.sub(r'(\.file\s+\d+\s+")[^"\n]*/([^"/\n]+")', r"\1\2", text)
+
+
+def _cap(log: str, limit: int) -> str:
+    data = log.encode()
+    if len(data) <= limit:
+        return log
+    head = data[:limit].decode(errors="ignore")
+    return head + f"\n[log truncated: {len(data):,} bytes, the first {limit:,} shown]\n"
+
+
+def _error_line(result_name: str, diagnostics: tuple[Any, ...]) -> str:
+    errors = [d for d in diagnostics if d.severity == "error"]
+    if not errors:
+        return f"NVRTC failed ({result_name})"
+    more = f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
+    return errors[0].one_line() + (more if len(errors) > 1 else "")
+
+
+def _failure(
+    arch: str,
+    message: str,
+    *,
+    options: tuple[str, ...] = (),
+    elapsed: float = 0.0,
+    version: tuple[int, int] = (0, 0),
+    headers: tuple[str, ...] = (),
+) -> CompileResult:
+    return CompileResult(
+        ok=False,
+        arch=arch,
+        cubin=None,
+        ptx=None,
+        log=message,
+        diagnostics=(),
+        kernels=(),
+        ptx_entries={},
+        nvrtc_version=version,
+        options=options,
+        elapsed_s=elapsed,
+        error=message,
+        headers=headers,
+    )
+
+
+def compile_checked(checked: CheckedSource, arch: str | int, settings: CompileSettings) -> CompileResult:
+    """Compile a source that already passed `check_source`."""
+    nvrtc = _nvrtc()
+    version = nvrtc_version()
+    try:
+        arch = normalize_arch(arch)
+    except ValueError as exc:
+        return _failure(str(arch), str(exc), version=version, headers=checked.headers)
+    number = int(re.sub(r"\D", "", arch))
+    if number not in supported_archs():
+        known = ", ".join(f"sm_{a}" for a in supported_archs())
+        return _failure(
+            arch,
+            f"NVRTC {version[0]}.{version[1]} cannot compile for {arch} (it knows {known})",
+            version=version,
+            headers=checked.headers,
+        )
+    include_dirs: tuple[str, ...] = ()
+    if checked.headers:
+        found = header_search.find_headers(nvrtc, version)
+        if found is None:
+            return _failure(arch, header_search.NO_HEADERS_MESSAGE, version=version, headers=checked.headers)
+        include_dirs = tuple(str(d) for d in found.dirs)
+    options = build_options(arch, settings, include_dirs)
+    text = with_prelude(checked.text, checked.headers) if settings.prelude else checked.text
+
+    ok_code = nvrtc.nvrtcResult.NVRTC_SUCCESS
+    started = time.perf_counter()
+    err, prog = nvrtc.nvrtcCreateProgram(text.encode(), PROGRAM_NAME.encode(), 0, [], [])
+    if err != ok_code:
+        return _failure(arch, f"nvrtcCreateProgram failed ({err.name})", version=version)
+    try:
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(options), [o.encode() for o in options])
+        raw_log = _program_string(nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog, prog)
+        cubin = ptx = None
+        if result == ok_code:
+            cubin = _program_string(nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN, prog)
+            ptx_bytes = _program_string(nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX, prog)
+            ptx = _scrub(ptx_bytes.decode(errors="replace"), include_dirs)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    elapsed = time.perf_counter() - started
+
+    log = _cap(_scrub(raw_log.decode(errors="replace"), include_dirs), settings.max_log_bytes)
+    diagnostics = parse_diagnostics(log, checked.text, limit=settings.max_diagnostics)
+    kernels = parse_ptxas(log)
+    globals_, writes = device_globals(ptx) if ptx else ((), {})
+    ok = result == ok_code and cubin is not None
+    return CompileResult(
+        ok=ok,
+        arch=arch,
+        cubin=cubin if ok else None,
+        ptx=ptx,
+        log=log,
+        diagnostics=diagnostics,
+        kernels=with_global_writes(kernels, writes),
+        ptx_entries=ptx_entries(ptx) if ptx else {},
+        nvrtc_version=version,
+        options=options,
+        elapsed_s=elapsed,
+        error=None if ok else _error_line(result.name, diagnostics),
+        device_globals=globals_,
+        precision_hints=precision_hints(ptx) if ptx else (),
+        headers=checked.headers,
+    )
+
+
+def compile_in_process(source: str | bytes, arch: str | int, settings: CompileSettings | None = None) -> CompileResult:
+    """Check and compile `source` here, with no time limit: for trusted sources (the GPU worker's
+    harness) and for code already running in a compiler child process. Raises FormatError when
+    the source breaks the policy, CompilerUnavailableError when NVRTC cannot be loaded."""
+    settings = settings or CompileSettings()
+    return compile_checked(check_source(source, settings), arch, settings)
+
+
+def warm_up() -> dict[str, Any]:
+    """Load NVRTC, find (or extract) the headers and compile a trivial kernel, so a compiler
+    process's first real compile is as fast as its later ones. Returns what `doctor` shows."""
+    nvrtc = _nvrtc()
+    version = nvrtc_version()
+    found = header_search.find_headers(nvrtc, version)
+    probe = 'extern "C" __global__ void cuda_llm_probe(float* x) { x[threadIdx.x] = 0.0f; }\n'
+    archs = supported_archs()
+    arch = "sm_90" if 90 in archs else f"sm_{archs[-1]}"
+    compile_checked(CheckedSource(probe, ()), arch, CompileSettings())
+    return {
+        "nvrtc_version": version,
+        "supported_archs": archs,
+        "headers": found.origin if found else None,
+    }
