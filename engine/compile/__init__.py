@@ -1,0 +1,53 @@
+"""The Compilation Verifier: NVRTC compiles a candidate's device code to a cubin for the GPU's own
+architecture, and what the compiler says goes back to the model (DESIGN.md sections 4 and 5).
+
+Importing this package loads no NVRTC: only the compiler processes do.
+"""
+
+from engine.compile.includes import (
+    ALLOWED_HEADER_FAMILIES,
+    ALLOWED_HEADERS,
+    ALLOWED_PRAGMAS,
+    PolicyViolation,
+    allowed_headers_text,
+    check_source_policy,
+    is_allowed_header,
+)
+from engine.compile.log import parse_diagnostics, parse_ptxas
+from engine.compile.pool import CompilerPool, PoolClosedError, compile_once
+from engine.compile.ptx import device_globals, precision_hints, ptx_entries
+from engine.compile.result import (
+    CANDIDATE_FILE,
+    CompileResult,
+    CompilerUnavailableError,
+    DeviceGlobal,
+    Diagnostic,
+    KernelResources,
+)
+from engine.compile.source import CheckedSource, check_source
+
+__all__ = [
+    "ALLOWED_HEADERS",
+    "ALLOWED_HEADER_FAMILIES",
+    "ALLOWED_PRAGMAS",
+    "CANDIDATE_FILE",
+    "CheckedSource",
+    "CompileResult",
+    "CompilerPool",
+    "CompilerUnavailableError",
+    "DeviceGlobal",
+    "Diagnostic",
+    "KernelResources",
+    "PolicyViolation",
+    "PoolClosedError",
+    "allowed_headers_text",
+    "check_source",
+    "check_source_policy",
+    "compile_once",
+    "device_globals",
+    "is_allowed_header",
+    "parse_diagnostics",
+    "parse_ptxas",
+    "precision_hints",
+    "ptx_entries",
+]

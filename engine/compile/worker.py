@@ -1,0 +1,199 @@
+"""One compiler child process and the parent's blocking handle on it.
+
+NVRTC runs in a child because a template bomb can keep it busy for hours and grow without bound:
+only a process can be killed mid-compile, and only a process can have its memory capped. The
+child loads NVRTC once and then compiles one source per request over a pipe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import resource
+import signal
+import sys
+import time
+from multiprocessing.connection import Connection
+from multiprocessing.context import SpawnContext
+from typing import Any
+
+from engine.compile.result import CompileResult, CompilerUnavailableError
+from engine.settings import CompileSettings
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _limit_resources(settings: CompileSettings, parent_pid: int) -> None:
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = settings.memory_limit_bytes
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    # NVRTC aborting under the cap must not leave gigabytes of core files behind.
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # Ctrl-C is the parent's to handle: it kills its children when it stops.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        # A compile still running when the engine dies (kill -9, a crash) dies with it.
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:  # the parent died before the line above took effect
+        os._exit(1)
+
+
+def child_main(conn: Connection, settings: CompileSettings, parent_pid: int, warm: bool) -> None:
+    """The child's whole life: set limits, load NVRTC, then answer requests until told to stop."""
+    _limit_resources(settings, parent_pid)
+    try:
+        from engine.compile import nvrtc
+
+        info = nvrtc.warm_up() if warm else {"nvrtc_version": nvrtc.nvrtc_version()}
+    except BaseException as exc:  # anything that stops NVRTC loading is the parent's to report
+        conn.send(("failed", f"{type(exc).__name__}: {exc}"))
+        return
+    conn.send(("ready", info))
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):  # the parent is gone
+            return
+        if request is None:
+            return
+        source, arch = request
+        try:
+            # The parent checked the source already; checking again here costs milliseconds and
+            # keeps the policy in force even if a caller bypasses the parent's check.
+            conn.send(("result", nvrtc.compile_in_process(source, arch, settings)))
+        except BaseException as exc:
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def timed_out_result(arch: str, settings: CompileSettings, version: tuple[int, int]) -> CompileResult:
+    message = f"compile timed out after {settings.timeout_s:g} s (template recursion?)"
+    return CompileResult(
+        ok=False,
+        arch=arch,
+        cubin=None,
+        ptx=None,
+        log=message,
+        diagnostics=(),
+        kernels=(),
+        ptx_entries={},
+        nvrtc_version=version,
+        options=(),
+        elapsed_s=settings.timeout_s,
+        timed_out=True,
+        error=message,
+    )
+
+
+def _crashed_result(arch: str, message: str, elapsed: float, version: tuple[int, int]) -> CompileResult:
+    return CompileResult(
+        ok=False,
+        arch=arch,
+        cubin=None,
+        ptx=None,
+        log=message,
+        diagnostics=(),
+        kernels=(),
+        ptx_entries={},
+        nvrtc_version=version,
+        options=(),
+        elapsed_s=elapsed,
+        error=message,
+    )
+
+
+class CompilerProcess:
+    """The parent's handle on one child. Every call blocks; the async pool runs them in threads.
+    Start it from a long-lived thread: the child's parent-death signal follows that thread."""
+
+    def __init__(self, ctx: SpawnContext, settings: CompileSettings, *, warm: bool = True) -> None:
+        self.settings = settings
+        parent_end, child_end = ctx.Pipe(duplex=True)
+        self.process = ctx.Process(
+            target=child_main,
+            args=(child_end, settings, os.getpid(), warm),
+            name="cuda-llm-compiler",
+            daemon=True,
+        )
+        self.process.start()
+        child_end.close()
+        self.conn = parent_end
+        self.info: dict[str, Any] | None = None
+        self.healthy = True  # False once it timed out, died or was cancelled: it must be replaced
+
+    @property
+    def version(self) -> tuple[int, int]:
+        return tuple(self.info["nvrtc_version"]) if self.info else (0, 0)  # type: ignore[return-value]
+
+    def _death(self) -> str:
+        self.process.join(1.0)
+        code = self.process.exitcode
+        if code is not None and code < 0:
+            with contextlib.suppress(ValueError):
+                return f"signal {signal.Signals(-code).name}"
+        return f"exit code {code}"
+
+    def wait_ready(self, timeout: float) -> dict[str, Any]:
+        if self.info is not None:
+            return self.info
+        try:
+            if not self.conn.poll(timeout):
+                self.kill()
+                raise CompilerUnavailableError(f"the compiler process did not start within {timeout:g} s")
+            kind, payload = self.conn.recv()
+        except (EOFError, OSError):
+            self.healthy = False
+            raise CompilerUnavailableError(f"the compiler process died while starting ({self._death()})") from None
+        if kind != "ready":
+            self.kill()
+            raise CompilerUnavailableError(f"the compiler could not start: {payload}")
+        self.info = payload
+        return payload
+
+    def compile(self, source: str, arch: str, timeout: float) -> CompileResult:
+        """Compile in the child; on timeout or death, return the failed result and mark this
+        process unhealthy (the caller replaces it)."""
+        started = time.perf_counter()
+        try:
+            self.conn.send((source, arch))
+            if not self.conn.poll(timeout):
+                self.kill()
+                return timed_out_result(arch, self.settings, self.version)
+            kind, payload = self.conn.recv()
+        except (EOFError, OSError):
+            self.healthy = False
+            elapsed = time.perf_counter() - started
+            return _crashed_result(
+                arch,
+                f"the compiler process died while compiling this source ({self._death()})",
+                elapsed,
+                self.version,
+            )
+        if kind == "result":
+            return payload
+        # An exception inside the child (a MemoryError under the cap, say): the process may be in
+        # any state, so it is replaced.
+        self.kill()
+        return _crashed_result(arch, f"the compiler failed: {payload}", time.perf_counter() - started, self.version)
+
+    def kill(self) -> None:
+        # The pipe stays open: a thread may still be polling it, and the child's death is what
+        # wakes that thread (with EOF). It closes in close(), or when the handle is collected.
+        self.healthy = False
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(5.0)
+
+    def close(self) -> None:
+        """Ask the child to stop; kill it if it does not within a second."""
+        if self.process.is_alive() and self.healthy:
+            with contextlib.suppress(OSError):
+                self.conn.send(None)
+            self.process.join(1.0)
+        self.kill()
+        with contextlib.suppress(OSError):
+            self.conn.close()
