@@ -181,6 +181,9 @@ def compile_checked(checked: CheckedSource, arch: str | int, settings: CompileSe
         nvrtc.nvrtcDestroyProgram(prog)
     elapsed = time.perf_counter() - started
 
+    # NVRTC ends the log with a NUL, and puts another between the compiler's part and ptxas's
+    # error lines when ptxas fails.
+    raw_log = raw_log.replace(b"\0", b"")
     log = _cap(_scrub(raw_log.decode(errors="replace"), include_dirs), settings.max_log_bytes)
     diagnostics = parse_diagnostics(log, checked.text, limit=settings.max_diagnostics)
     kernels = parse_ptxas(log)

@@ -66,31 +66,43 @@ _PRECISION_OF = {
 }
 _REDUCED = "|".join(sorted(_PRECISION_OF, key=len, reverse=True))
 _CONVERSION = re.compile(rf"\bcvt(?:\.[\w:]+)*?\.(?:{_REDUCED})\b[\w.:]*")
-_TENSOR = re.compile(rf"\b(?:wgmma\.mma_async|wmma\.mma|mma)\.[\w.:]*?\.({_REDUCED})\b[\w.:]*")
+# wmma.mma names no input type for fp16 (...m16n16k16.f32.f32); its wmma.load.a/.b do.
+_TENSOR = re.compile(rf"\b(?:wgmma\.mma_async|wmma\.mma|wmma\.load\.[ab]|mma)\.[\w.:]*?\.({_REDUCED})\b[\w.:]*")
 _ARITHMETIC = re.compile(
     r"\b(?:add|sub|mul|fma|mad|neg|abs|min|max|div|rcp|sqrt|rsqrt|ex2|tanh|setp|set|testp)"
     rf"(?:\.[\w]+)*?\.({_REDUCED})\b[\w.]*"
 )
 
 
+def _statements(ptx: str) -> list[tuple[str, str]]:
+    """(opcode, operands) of every instruction. cuda_fp16.h's inline asm puts several on one line
+    inside braces ("{ cvt.rn.f16x2.f32 %r1, %f2, %f1; }"), so statements are split at ';' and
+    stripped of the scope braces around them (vector operands keep theirs)."""
+    found = []
+    for statement in re.split(r"[;\n]", _strip_comments(ptx)):
+        text = statement.strip().strip("{}").strip()
+        while text.endswith(":") or re.match(r"^[\w$]+:\s", text):  # a label
+            text = text.split(":", 1)[1].strip() if ":" in text else ""
+        if text.startswith("@"):  # predicated: "@%p1 add.f16 ..."
+            text = text.split(None, 1)[1] if " " in text else ""
+        if not text or text.startswith((".", "{", "}")):
+            continue
+        parts = text.split(None, 1)
+        found.append((parts[0], parts[1] if len(parts) == 2 else ""))
+    return found
+
+
 def precision_hints(ptx: str) -> tuple[str, ...]:
     """Reduced-precision work in the PTX, one hint per precision and kind, with the first
     instruction as the example: ("fp16 conversion: cvt.rn.f16.f32", ...)."""
     hints: dict[tuple[str, str], str] = {}
-    for line in _strip_comments(ptx).split("\n"):
-        text = line.strip()
-        if not text or text.startswith("."):
-            continue
-        if text.startswith("@"):  # predicated: "@%p1 add.f16 ..."
-            text = text.split(None, 1)[1] if " " in text else ""
-        opcode = text.split(None, 1)[0] if text else ""
+    for opcode, _ in _statements(ptx):
         for kind, pattern in (
             ("tensor-core mma", _TENSOR),
             ("conversion", _CONVERSION),
             ("arithmetic", _ARITHMETIC),
         ):
-            m = pattern.match(opcode)
-            if m is None:
+            if pattern.match(opcode) is None:
                 continue
             suffixes = opcode.split(".")
             precision = next((_PRECISION_OF[s] for s in suffixes if s in _PRECISION_OF), "reduced precision")
@@ -170,16 +182,7 @@ def _uses(function: _Function, names: set[str]) -> tuple[set[str], set[str]]:
     registers holding their addresses (mov/cvta/add chains), then the stores, atomics and
     reductions through them. Passing such an address to a call counts as a write: the callee may
     store through it."""
-    instructions = []
-    for raw in function.body:
-        text = raw.strip().rstrip(";").strip()
-        if not text or text.startswith((".", "{", "}")) or text.endswith(":"):
-            continue
-        if text.startswith("@"):
-            text = text.split(None, 1)[1] if " " in text else ""
-        parts = text.split(None, 1)
-        if len(parts) == 2:
-            instructions.append((parts[0], _operands(parts[1])))
+    instructions = [(op, _operands(rest)) for op, rest in _statements("\n".join(function.body))]
 
     taint: dict[str, set[str]] = {}
 

@@ -1,0 +1,99 @@
+"""Sources that try to make the compiler read a host file, and tricky ones that must not be refused.
+
+Each attack names the file it tries to read as FILE, so one source serves /etc/passwd and
+/etc/hostname alike.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+K = 'extern "C" __global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\n'
+
+ATTACKS: dict[str, str] = {
+    "quoted_absolute": '#include "FILE"\n',
+    "quoted_relative": '#include "secret.h"\n',
+    "angle_absolute": "#include <FILE>\n",
+    "angle_dotdot": "#include <../../../../../../../..FILE>\n",
+    "allowed_prefix_dotdot": "#include <cuda/std/../../../../../../../..FILE>\n",
+    "macro_include": "#define H <FILE>\n#include H\n",
+    "macro_quoted_include": '#define H "FILE"\n#include H\n',
+    "function_macro_include": "#define F(x) <x>\n#include F(FILE)\n",
+    "include_next": "#include_next <FILE>\n",
+    "import": '#import "FILE"\n',
+    "embed": '#embed "FILE"\nint x;\n',
+    "has_include_in_if": '#if __has_include("FILE")\nint leak;\n#endif\n',
+    "has_include_in_code": "constexpr bool b = __has_include(<FILE>);\n",
+    "has_include_next": '#if __has_include_next("FILE")\n#endif\n',
+    "has_embed": '#if __has_embed("FILE")\n#endif\n',
+    "digraph": '%:include "FILE"\n',
+    "digraph_spaced": "  %:  include <FILE>\n",
+    "trigraph": '??=include "FILE"\n',
+    "splice_after_hash": '#\\\ninclude "FILE"\n',
+    "splice_in_name": "#inc\\\nlude <FILE>\n",
+    "splice_in_header_name": '#include "FI\\\nLE"\n',
+    "splice_before_header": "#include\\\n <FILE>\n",
+    "comment_after_hash": '#/**/include "FILE"\n',
+    "comment_inside_directive": "# /* x */ include <FILE>\n",
+    "multiline_comment_in_directive": '#include /*\n*/ "FILE"\n',
+    "block_comment_before_hash": '/* a\n */ #include "FILE"\n',
+    "comment_in_brackets": "#include </**/FILE>\n",
+    "digit_separator_hiding": "int x = 1'0;\n#include \"FILE\"\nint y = 2'0;\n",
+    "char_quote_hiding": 'char c = \'"\';\n#include "FILE"\nconst char* s = "";\n',
+    "unterminated_string": 'const char* s = "abc;\n#include "FILE"\n',
+    "raw_string": 'const char* s = R"x(\n)x";\n#include "FILE"\n',
+    "pragma_message": '#pragma message("FILE")\n',
+    "pragma_gcc_dependency": '#pragma GCC dependency "FILE"\n',
+    "pragma_include_alias": "#pragma include_alias(<cuda_fp16.h>, <FILE>)\n#include <cuda_fp16.h>\n",
+    "pragma_push_macro": '#pragma push_macro("X")\n',
+    "pragma_operator_message": '_Pragma("message(\\"FILE\\")")\n',
+    "pragma_operator_macro": "#define P(x) _Pragma(#x)\nP(message(FILE))\n",
+    "ms_pragma": "__pragma(message(FILE))\n",
+    "line_directive": '#line 1 "FILE"\n',
+    "linemarker": '# 1 "FILE"\n',
+    "carriage_return_break": 'int a;\r#include "FILE"\n',
+    "unicode_line_separator": 'int a; // x\u2028#include "FILE"\n',
+    "backslash_space_newline": '// x \\ \n#include "FILE"\n',
+    "unknown_directive": '#ident "FILE"\n',
+    "include_in_disabled_block": '#if 0\n#include "FILE"\n#endif\n',
+    "trailing_tokens": '#include <cuda_fp16.h> "FILE"\n',
+}
+
+# Sources a naive filter would refuse, all harmless: includes in comments and strings, a line
+# comment continued onto the next line (the compiler reads that line as comment too), pragmas
+# from the allow list, digit separators, multi-line macros.
+HARMLESS: dict[str, str] = {
+    "include_in_line_comment": '// #include "FILE"\n' + K,
+    "include_in_block_comment": '/* #include <FILE>\n   #include "FILE" */\n' + K,
+    "include_in_string": '__device__ const char s[] = "#include <FILE>";\n' + K,
+    "include_in_char_and_string": "__device__ const char c = '#';\n"
+    '__device__ const char s[] = "%:include \\"FILE\\"";\n' + K,
+    "continued_line_comment": '// a note \\\n#include "FILE"\n' + K,
+    "pragmas": "#pragma once\n#pragma unroll 4\n#pragma nv_diag_suppress 177\n"
+    "#pragma nv_diagnostic push\n#pragma nv_diagnostic pop\n" + K,
+    "pragma_operator": '#define UNROLL _Pragma("unroll")\n' + K,
+    "digit_separators": "__device__ const int big = 1'000'000;\n" + K,
+    "multiline_macro": "#define IDX(r, c, w) \\\n    ((r) * (w) + (c))\n" + K,
+    "inline_ptx": 'extern "C" __global__ void lane(int* o) { int l;\n'
+    '  asm volatile("mov.u32 %0, %%laneid;" : "=r"(l)); o[threadIdx.x] = l; }\n',
+    "comment_after_include": "#include <cuda_fp16.h>  // half types\n" + K,
+    "crlf_line_ends": "#include <cuda_fp16.h>\r\n" + K.replace("\n", "\r\n"),
+    "unicode_in_comment": "// sum \u2264 n \u2014 fine\n" + K,
+}
+
+SECRET_FILES = (Path("/etc/passwd"), Path("/etc/hostname"))
+
+
+def attack(name: str, file: Path | str = "/etc/passwd") -> str:
+    return ATTACKS[name].replace("FILE", str(file)) + K
+
+
+def secret_snippets(path: Path) -> list[str]:
+    """Lines of a host file long enough that finding one in compiler output means it leaked."""
+    if not path.is_file():
+        return []
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return []
+    return [line.strip() for line in text.splitlines() if len(line.strip()) >= 8]
