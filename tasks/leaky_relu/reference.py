@@ -5,9 +5,10 @@ import numpy as np
 
 def generate(sizes: dict[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
     n = sizes["n"]
-    # Activations: roughly half negative, magnitudes over several decades, and some exact zeros.
+    # Activations: roughly half negative, magnitudes over several decades, and about 1% exact
+    # zeros (never x[0], so that no input is all zero).
     x = rng.standard_normal(n) * np.exp(rng.uniform(-3.0, 3.0, n))
-    x[rng.random(n) < 0.01] = 0.0
+    x[1:][rng.random(n - 1) < 0.01] = 0.0
     return {"x": x.astype(np.float32)}
 
 
