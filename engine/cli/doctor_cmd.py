@@ -84,7 +84,7 @@ def check_compiler(arch: str) -> list[Check]:
             Check(
                 "cuda headers",
                 "ok" if dirs else "warn",
-                f"{dirs.include[0]}"
+                dirs.origin
                 if dirs
                 else "none found: kernels that #include <cuda_fp16.h> cannot compile; install "
                 "nvidia-cuda-nvrtc>=13.3 or set CUDA_HOME",
