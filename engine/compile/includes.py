@@ -296,7 +296,8 @@ def _lex(text: str) -> _Lexed:
         else:
             nxt = spliced[m.end()] if m.end() < n else ""
             if tok in _RAW_PREFIXES and nxt == '"':
-                raise PolicyViolation([(line_at(start), 'raw string literals (R"(...)") are not allowed in a kernel')])
+                message = 'raw string literals (R"(...)") are not allowed in a kernel'
+                raise PolicyViolation([(line_at(start), message)])
             if tok in _STRING_PREFIXES and nxt in ('"', "'"):
                 pos = quoted(m.end())
                 continue
