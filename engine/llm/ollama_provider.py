@@ -1,0 +1,216 @@
+"""`ollama:MODEL`: the ollama server's native /api/chat, streamed through `ollama.AsyncClient`.
+
+The native API (not ollama's /v1) is the one that carries num_ctx. Every failure becomes a
+ModelError that names the server; see http_errors.Server for the wording.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Sequence
+from contextlib import aclosing
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import ollama
+from pydantic import ValidationError
+
+from engine.errors import UserError
+from engine.llm.base import Completion, GenerateOptions, Message, ModelError, RequestKey, TokenCallback
+from engine.llm.http_errors import Server, retry_after_seconds
+from engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
+
+DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
+OLLAMA_PORT = 11434
+# A LAN or loopback connection opens in milliseconds; a host that drops packets is reported
+# unreachable after this long instead of waiting out the first-token timeout (meant for loading).
+CONNECT_TIMEOUT_S = 10.0
+# Listing models is a quick metadata call; the start screen must not hang on a dead server.
+LIST_TIMEOUT_S = 10.0
+# What the client raises on a stream line it cannot parse: not JSON, JSON that is not an object
+# (AttributeError on .get), an object that is not a chat response.
+_MALFORMED: tuple[type[Exception], ...] = (json.JSONDecodeError, ValidationError, AttributeError, TypeError)
+
+
+def ollama_url(host: str | None) -> str:
+    """The server URL, read the way the ollama client and CLI read OLLAMA_HOST: "gpu-box" means
+    http://gpu-box:11434, "http://gpu-box" port 80, "https://gpu-box" port 443."""
+    raw = (host or os.environ.get("OLLAMA_HOST") or "").strip()
+    if not raw:
+        return DEFAULT_OLLAMA_URL
+    scheme, sep, rest = raw.partition("://")
+    default_port = OLLAMA_PORT
+    if not sep:
+        scheme, rest = "http", raw
+    elif scheme == "http":
+        default_port = 80
+    elif scheme == "https":
+        default_port = 443
+    else:
+        raise UserError(f"bad ollama host {raw!r}: use HOST[:PORT] or http(s)://HOST[:PORT]")
+    parts = urlsplit(f"{scheme}://{rest}")
+    try:
+        port = parts.port or default_port
+    except ValueError:
+        raise UserError(f"bad ollama host {raw!r}: the port must be a number") from None
+    name = parts.hostname or "127.0.0.1"
+    if ":" in name:
+        name = f"[{name}]"  # IPv6
+    path = parts.path.strip("/")
+    return f"{scheme}://{name}:{port}" + (f"/{path}" if path else "")
+
+
+class _HttpStatusError(Exception):
+    """An HTTP error status, caught before the ollama client turns it into a ResponseError (which
+    drops the headers, and with them Retry-After)."""
+
+    def __init__(self, status: int, text: str, retry_after_s: float | None) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.text = text
+        self.retry_after_s = retry_after_s
+
+
+async def _raise_for_status(response: httpx.Response) -> None:
+    # An httpx response hook runs inside the request's own task, so the error reaches the
+    # caller that made this request even with many requests in flight on one client.
+    if response.status_code < 400:
+        return
+    await response.aread()
+    text = response.text
+    try:
+        body = json.loads(text)
+        if isinstance(body, dict) and isinstance(body.get("error"), str):
+            text = body["error"]
+    except ValueError:
+        pass
+    raise _HttpStatusError(response.status_code, text, retry_after_seconds(response.headers))
+
+
+class OllamaProvider:
+    def __init__(self, model: str, host: str | None = None) -> None:
+        self.model = model
+        self.spec = f"ollama:{model}"
+        self.where = ollama_url(host)
+        self._server = Server(
+            label=f"the ollama server at {self.where}",
+            reach_hint="is `ollama serve` running? set --host or OLLAMA_HOST",
+            host_hint="check the name in --host or OLLAMA_HOST",
+            key_hint="set OLLAMA_API_KEY if the server needs a key",
+            not_found=lambda m: f"model '{m}' not found on the ollama server at {self.where}: `ollama pull {m}`",
+        )
+        self._client = ollama.AsyncClient(
+            host=self.where,
+            timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_S),
+            event_hooks={"response": [_raise_for_status]},
+        )
+
+    def __repr__(self) -> str:
+        return f"OllamaProvider({self.spec!r}, where={self.where!r})"
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        options: GenerateOptions,
+        key: RequestKey,
+        on_token: TokenCallback | None = None,
+    ) -> Completion:
+        buffer = ReplyBuffer(options, on_token)
+        deadlines = Deadlines(options, buffer)
+        try:
+            return await self._stream(messages, options, buffer, deadlines)
+        except Exception as exc:
+            error = self._failure(exc, deadlines)
+            if error is None:
+                raise
+        raise error  # outside the except block: the library's exception is not chained on
+
+    async def _stream(
+        self, messages: Sequence[Message], options: GenerateOptions, buffer: ReplyBuffer, deadlines: Deadlines
+    ) -> Completion:
+        final: Any = None
+        async with deadlines.watch():
+            stream = await self._client.chat(
+                model=self.model,
+                messages=[{"role": m.role, "content": m.content} for m in messages],
+                stream=True,
+                options=_options(options),
+                think=None,
+            )
+            async with aclosing(library_parts(stream, _MALFORMED)) as parts:
+                async for part in parts:
+                    more = buffer.add(part.message.content if part.message else None)
+                    deadlines.tick()
+                    if part.done:
+                        final = part
+                        break
+                    if not more:
+                        break
+        if final is None and not buffer.cut_at_max_tokens:
+            raise self._server.cut_off("the stream ended without done:true")
+        if not buffer.text.strip():
+            raise self._server.empty(self.model)
+        return buffer.completion(
+            self.model,
+            prompt_tokens=getattr(final, "prompt_eval_count", None),
+            completion_tokens=getattr(final, "eval_count", None),
+            finish_reason=getattr(final, "done_reason", None) or ("stop" if final is not None else None),
+        )
+
+    async def list_models(self) -> list[str]:
+        try:
+            async with asyncio.timeout(LIST_TIMEOUT_S):
+                listing = await self._client.list()
+            return [m.model for m in listing.models if m.model]
+        except Exception as exc:
+            error = self._failure(exc, None)
+            if error is None:
+                raise
+        raise error
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    def _failure(self, exc: Exception, deadlines: Deadlines | None) -> ModelError | None:
+        """The ModelError for a failure, or None for an exception that is a bug, not a failure."""
+        server = self._server
+        if isinstance(exc, ModelError):
+            return exc
+        if isinstance(exc, TimeoutError):  # one of our deadlines
+            if deadlines is None:
+                return server.timeout(True, LIST_TIMEOUT_S)
+            return server.timeout(deadlines.waiting_for_first_token, deadlines.limit_s())
+        if isinstance(exc, _HttpStatusError):
+            return server.http_status(exc.status, exc.text, self.model, exc.retry_after_s)
+        if isinstance(exc, ollama.ResponseError):
+            if exc.status_code < 0:  # an {"error": ...} line inside a 200 stream
+                return server.stream_error(exc.error)
+            return server.http_status(exc.status_code, exc.error, self.model)
+        if isinstance(exc, httpx.ConnectTimeout):
+            return server.unreachable(exc, connect_timeout=True)
+        # The streaming call raises httpx.ConnectError; the plain calls, the builtin ConnectionError.
+        if isinstance(exc, httpx.ConnectError | ConnectionError):
+            return server.unreachable(exc)
+        if isinstance(exc, httpx.TimeoutException):
+            return server.io_timeout()
+        if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
+            return server.cut_off("the connection closed mid-reply")
+        if isinstance(exc, MalformedStream | json.JSONDecodeError | ValidationError):
+            return server.malformed(f"a line that is not a chat response: {exc}")
+        if isinstance(exc, httpx.HTTPError):
+            return server.malformed(type(exc).__name__)
+        return None
+
+
+def _options(options: GenerateOptions) -> dict[str, Any]:
+    out: dict[str, Any] = {"num_predict": options.max_tokens}
+    if options.temperature is not None:
+        out["temperature"] = options.temperature
+    if options.num_ctx is not None:
+        out["num_ctx"] = options.num_ctx
+    if options.seed is not None:
+        out["seed"] = options.seed
+    return out

@@ -1,0 +1,186 @@
+"""`openai:MODEL`: any OpenAI-compatible chat completions endpoint (vLLM, SGLang, llama.cpp server,
+ollama's /v1, hosted APIs), streamed through `openai.AsyncOpenAI`.
+
+The API key comes from the environment only and is never stored here: the client holds it, and
+every text a server sends back is scrubbed of it before it goes into a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Sequence
+from contextlib import aclosing
+from typing import Any
+
+import openai
+
+from engine.llm.base import Completion, GenerateOptions, Message, ModelError, RequestKey, TokenCallback
+from engine.llm.http_errors import Server, display_url, retry_after_seconds
+from engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
+
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+# Local servers need no key, but the client refuses to start without one.
+PLACEHOLDER_KEY = "no-key-needed"
+# A LAN or loopback connection opens in milliseconds; a host that drops packets is reported
+# unreachable after this long instead of waiting out the first-token timeout (meant for loading).
+CONNECT_TIMEOUT_S = 10.0
+# Listing models is a quick metadata call; the start screen must not hang on a dead server.
+LIST_TIMEOUT_S = 10.0
+# What the client raises on an event it cannot parse: data that is not JSON, JSON that is not a
+# chunk object.
+_MALFORMED: tuple[type[Exception], ...] = (json.JSONDecodeError, AttributeError, TypeError)
+
+
+class OpenAIProvider:
+    def __init__(self, model: str, base_url: str | None = None, api_key_env: str = DEFAULT_KEY_ENV) -> None:
+        self.model = model
+        self.spec = f"openai:{model}"
+        key = os.environ.get(api_key_env) or None
+        self._client = openai.AsyncOpenAI(
+            api_key=key or PLACEHOLDER_KEY,
+            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            max_retries=0,  # retries are complete_with_retries' job, with the UI told about each one
+            timeout=openai.Timeout(None, connect=CONNECT_TIMEOUT_S),
+        )
+        self.where = display_url(str(self._client.base_url))
+        self._server = Server(
+            label=f"the OpenAI-compatible server at {self.where}",
+            reach_hint="is it running? set --base-url or OPENAI_BASE_URL",
+            host_hint="check the name in --base-url or OPENAI_BASE_URL",
+            key_hint=f"check {api_key_env}" if key else f"set {api_key_env}",
+            not_found=lambda m: (
+                f"model '{m}' not found at {self.where}: check the name (`cuda-llm doctor` lists the server's "
+                "models) and that the base URL ends in /v1"
+            ),
+            secret=key,
+        )
+        # Whether the server accepts stream_options (token counts in the stream); None until known.
+        self._usage_supported: bool | None = None
+
+    def __repr__(self) -> str:
+        return f"OpenAIProvider({self.spec!r}, where={self.where!r})"
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        options: GenerateOptions,
+        key: RequestKey,
+        on_token: TokenCallback | None = None,
+    ) -> Completion:
+        buffer = ReplyBuffer(options, on_token)
+        deadlines = Deadlines(options, buffer)
+        try:
+            return await self._stream(messages, options, buffer, deadlines)
+        except Exception as exc:
+            error = self._failure(exc, deadlines, buffer.connected)
+            if error is None:
+                raise
+        raise error  # outside the except block: the library's exception (and its request) is not chained on
+
+    async def _stream(
+        self, messages: Sequence[Message], options: GenerateOptions, buffer: ReplyBuffer, deadlines: Deadlines
+    ) -> Completion:
+        finish: str | None = None
+        usage: Any = None
+        async with deadlines.watch():
+            stream = await self._open(messages, options)
+            buffer.connected = True
+            async with aclosing(library_parts(stream, _MALFORMED)) as chunks:
+                async for chunk in chunks:
+                    usage = getattr(chunk, "usage", None) or usage
+                    more = True
+                    for choice in getattr(chunk, "choices", None) or ():
+                        if getattr(choice, "index", 0) != 0:
+                            continue
+                        delta = getattr(choice, "delta", None)
+                        more = buffer.add(getattr(delta, "content", None))
+                        finish = getattr(choice, "finish_reason", None) or finish
+                    deadlines.tick()
+                    if not more:
+                        break
+        if finish is None and not buffer.cut_at_max_tokens:
+            raise self._server.cut_off("the stream ended without a finish_reason")
+        if not buffer.text.strip():
+            raise self._server.empty(self.model)
+        return buffer.completion(
+            self.model,
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
+            finish_reason=finish,
+        )
+
+    async def _open(self, messages: Sequence[Message], options: GenerateOptions) -> Any:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "stream": True,
+            # max_tokens, not max_completion_tokens: the one every compatible server understands.
+            "max_tokens": options.max_tokens,
+        }
+        if options.temperature is not None:
+            request["temperature"] = options.temperature
+        if options.seed is not None:
+            request["seed"] = options.seed
+        if self._usage_supported is False:
+            return await self._client.chat.completions.create(**request)
+        try:
+            stream = await self._client.chat.completions.create(**request, stream_options={"include_usage": True})
+        except (openai.BadRequestError, openai.UnprocessableEntityError):
+            if self._usage_supported:
+                raise  # the server took stream_options before: this 400 is about something else
+            # Older servers reject the field they do not know. Ask once more without it; only a
+            # success proves that it was the field, so a genuine 400 keeps the answer unknown.
+            stream = await self._client.chat.completions.create(**request)
+            self._usage_supported = False
+            return stream
+        self._usage_supported = True
+        return stream
+
+    async def list_models(self) -> list[str]:
+        try:
+            async with asyncio.timeout(LIST_TIMEOUT_S):
+                page = await self._client.models.list()
+            return [m.id for m in page.data]
+        except Exception as exc:
+            error = self._failure(exc, None, connected=False)
+            if error is None:
+                raise
+        raise error
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    def _failure(self, exc: Exception, deadlines: Deadlines | None, connected: bool) -> ModelError | None:
+        """The ModelError for a failure, or None for an exception that is a bug, not a failure.
+        `connected`: the server had answered with a stream when it happened."""
+        server = self._server
+        if isinstance(exc, ModelError):
+            return exc
+        if isinstance(exc, TimeoutError):  # one of our deadlines
+            if deadlines is None:
+                return server.timeout(True, LIST_TIMEOUT_S)
+            return server.timeout(deadlines.waiting_for_first_token, deadlines.limit_s())
+        if isinstance(exc, openai.APITimeoutError):
+            return server.io_timeout() if connected else server.unreachable(exc, connect_timeout=True)
+        if isinstance(exc, openai.APIConnectionError):
+            return server.cut_off("the connection closed mid-reply") if connected else server.unreachable(exc)
+        if isinstance(exc, openai.APIResponseValidationError | MalformedStream | json.JSONDecodeError):
+            return server.malformed(exc)
+        if isinstance(exc, openai.APIStatusError):
+            return server.http_status(
+                exc.status_code, _error_text(exc), self.model, retry_after_seconds(exc.response.headers)
+            )
+        if isinstance(exc, openai.APIError):  # an error event inside a 200 stream
+            return server.stream_error(_error_text(exc))
+        return None
+
+
+def _error_text(exc: openai.APIError) -> str:
+    body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return body["message"]
+    if isinstance(body, str) and body:
+        return body
+    return exc.message

@@ -1,0 +1,131 @@
+"""What every streaming provider does with the text it receives: collect it, pass each delta to the
+consumer, time the first token, cut a reply that runs past max_tokens, and keep the deadlines."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from engine.llm.base import Completion, GenerateOptions, TokenCallback
+
+# Servers enforce max_tokens themselves (num_predict, max_tokens); the client also counts so that a
+# server that ignores it cannot stream forever. Each streamed chunk carries at least one token, so
+# counting chunks never cuts a reply early; a server that sends few, huge chunks is caught by the
+# character cap instead. Code averages about 4 characters per token, so 32 per token leaves a
+# wide margin while still bounding memory.
+MAX_CHARS_PER_TOKEN = 32
+
+T = TypeVar("T")
+
+
+class MalformedStream(Exception):
+    """The client library could not make sense of a line or event the server sent."""
+
+
+async def library_parts(stream: AsyncIterator[T], malformed: tuple[type[Exception], ...]) -> AsyncIterator[T]:
+    """Iterate a client library's stream, turning the exceptions its parser raises on a bad line
+    into MalformedStream. Only the library's own step is guarded, so an exception in the
+    consumer's code (on_token) is never mistaken for a bad server. Closing this closes `stream`,
+    which hangs up the connection."""
+    try:
+        while True:
+            try:
+                part = await anext(stream)
+            except StopAsyncIteration:
+                return
+            except malformed as exc:
+                raise MalformedStream(f"{type(exc).__name__}: {exc}") from None
+            yield part
+    finally:
+        aclose = getattr(stream, "aclose", None) or getattr(stream, "close", None)
+        if aclose is not None:
+            await aclose()
+
+
+@dataclass
+class ReplyBuffer:
+    """The text of one reply as it streams in."""
+
+    options: GenerateOptions
+    on_token: TokenCallback | None
+    started: float = field(default_factory=lambda: asyncio.get_running_loop().time())
+    parts: list[str] = field(default_factory=list)
+    chunks: int = 0
+    chars: int = 0
+    first_token_s: float | None = None
+    cut_at_max_tokens: bool = False
+    # The server has answered with a stream: a connection error after this is a cut reply, not
+    # an unreachable server.
+    connected: bool = False
+
+    def add(self, text: str | None) -> bool:
+        """Take one delta; False once the reply has reached max_tokens and must be cut."""
+        if text:
+            if self.first_token_s is None:
+                self.first_token_s = self.elapsed()
+            self.parts.append(text)
+            self.chunks += 1
+            self.chars += len(text)
+            if self.on_token is not None:
+                self.on_token(text)
+        limit = self.options.max_tokens
+        if self.chunks >= limit or self.chars >= limit * MAX_CHARS_PER_TOKEN:
+            self.cut_at_max_tokens = True
+            return False
+        return True
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def elapsed(self) -> float:
+        return asyncio.get_running_loop().time() - self.started
+
+    def completion(
+        self, model: str, prompt_tokens: int | None, completion_tokens: int | None, finish_reason: str | None
+    ) -> Completion:
+        if self.cut_at_max_tokens or (completion_tokens is not None and completion_tokens >= self.options.max_tokens):
+            finish_reason = "length"
+        return Completion(
+            text=self.text,
+            model=model,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            elapsed_s=self.elapsed(),
+            first_token_s=self.first_token_s,
+            finish_reason=finish_reason,
+        )
+
+
+class Deadlines:
+    """first_token_timeout_s from the start until the first token, then timeout_s from the first
+    token to the last (GenerateOptions' meaning). Raises TimeoutError out of `watch()`."""
+
+    def __init__(self, options: GenerateOptions, buffer: ReplyBuffer) -> None:
+        self.options = options
+        self.buffer = buffer
+        self._timeout: asyncio.Timeout | None = None
+        self._extended = False
+
+    @asynccontextmanager
+    async def watch(self) -> AsyncIterator[Deadlines]:
+        async with asyncio.timeout_at(self.buffer.started + self.options.first_token_timeout_s) as cm:
+            self._timeout = cm
+            yield self
+
+    def tick(self) -> None:
+        """Call after each delta: the first token moves the deadline to first token + timeout_s."""
+        if not self._extended and self.buffer.first_token_s is not None and self._timeout is not None:
+            self._timeout.reschedule(self.buffer.started + self.buffer.first_token_s + self.options.timeout_s)
+            self._extended = True
+
+    @property
+    def waiting_for_first_token(self) -> bool:
+        return self.buffer.first_token_s is None
+
+    def limit_s(self) -> float:
+        """The limit that ran out (for the message)."""
+        return self.options.first_token_timeout_s if self.waiting_for_first_token else self.options.timeout_s
