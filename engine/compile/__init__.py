@@ -14,6 +14,7 @@ from engine.compile.includes import (
     is_allowed_header,
 )
 from engine.compile.log import parse_diagnostics, parse_ptxas
+from engine.compile.nvrtc import compile_in_process
 from engine.compile.pool import CompilerPool, PoolClosedError, compile_once
 from engine.compile.ptx import device_globals, precision_hints, ptx_entries
 from engine.compile.result import (
@@ -43,6 +44,7 @@ __all__ = [
     "allowed_headers_text",
     "check_source",
     "check_source_policy",
+    "compile_in_process",
     "compile_once",
     "device_globals",
     "is_allowed_header",

@@ -67,7 +67,8 @@ def child_main(conn: Connection, settings: CompileSettings, parent_pid: int, war
             # keeps the policy in force even if a caller bypasses the parent's check.
             conn.send(("result", nvrtc.compile_in_process(source, arch, settings)))
         except BaseException as exc:
-            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+            first_line = (str(exc).splitlines() or [""])[0]
+            conn.send(("error", f"{type(exc).__name__}: {first_line}"))
 
 
 def timed_out_result(arch: str, settings: CompileSettings, version: tuple[int, int]) -> CompileResult:
