@@ -50,6 +50,8 @@ ENDLESS_MAX_S = 10.0
 IDLE_CONNECTION_TIMEOUT_S = 5.0
 # Teardown waits this long for handler threads; one still running after it is a server bug.
 SHUTDOWN_JOIN_S = 5.0
+# How often the accept loop checks for shutdown: stop() waits up to this long, once per test.
+SERVE_POLL_S = 0.01
 # The size of each chunk of a Reply.big() reply: a thousand chunks of a kilobyte for 1 MB.
 BIG_CHUNK_CHARS = 1000
 
@@ -229,7 +231,7 @@ class LoopbackLLMServer:
     def start(self) -> LoopbackLLMServer:
         self._httpd = _HTTPServer(self)
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="loopback-llm", daemon=True
+            target=self._httpd.serve_forever, kwargs={"poll_interval": SERVE_POLL_S}, name="loopback-llm", daemon=True
         )
         self._thread.start()
         return self

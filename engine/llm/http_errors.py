@@ -7,7 +7,7 @@ import re
 import socket
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit, urlunsplit
 
@@ -37,7 +37,8 @@ class Server:
     host_hint: str  # where the host name came from (for a DNS failure)
     key_hint: str  # what to set when the key is refused
     not_found: Callable[[str], str]  # the message for an unknown model
-    secret: str | None = None  # scrubbed from every server-supplied text
+    # Scrubbed from every server-supplied text; never shown, not even in this object's repr.
+    secret: str | None = field(default=None, repr=False)
 
     def detail(self, text: object) -> str:
         """A server-supplied text made safe for a one-line message."""

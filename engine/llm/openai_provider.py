@@ -127,14 +127,13 @@ class OpenAIProvider:
             return await self._client.chat.completions.create(**request)
         try:
             stream = await self._client.chat.completions.create(**request, stream_options={"include_usage": True})
-        except (openai.BadRequestError, openai.UnprocessableEntityError):
-            if self._usage_supported:
-                raise  # the server took stream_options before: this 400 is about something else
-            # Older servers reject the field they do not know. Ask once more without it; only a
-            # success proves that it was the field, so a genuine 400 keeps the answer unknown.
-            stream = await self._client.chat.completions.create(**request)
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+            # Servers that predate stream_options either ignore it or reject it by name; a 400
+            # that does not name it is about something else and must not be sent twice.
+            if self._usage_supported or not _names_stream_options(exc):
+                raise
             self._usage_supported = False
-            return stream
+            return await self._client.chat.completions.create(**request)
         self._usage_supported = True
         return stream
 
@@ -175,6 +174,11 @@ class OpenAIProvider:
         if isinstance(exc, openai.APIError):  # an error event inside a 200 stream
             return server.stream_error(_error_text(exc))
         return None
+
+
+def _names_stream_options(exc: openai.APIError) -> bool:
+    text = f"{exc.message} {exc.body}".lower()
+    return "stream_options" in text or "include_usage" in text
 
 
 def _error_text(exc: openai.APIError) -> str:
