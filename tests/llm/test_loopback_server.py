@@ -1,0 +1,98 @@
+"""The loopback server's own promises, which other suites rely on: lines are flushed one at a
+time, callables and defaults answer, and stopping is prompt even with a request stalled."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+
+import httpx
+import pytest
+from llm_servers import LoopbackLLMServer, RecordedRequest, Reply
+
+from engine.llm.base import ModelError
+
+from .wire import FAST, KEY, PROMPT, Wire
+
+
+async def test_chunks_are_flushed_one_at_a_time(wire: Wire) -> None:
+    wire.server.script(Reply.text("a", "b", "c", "d", chunk_delay_s=0.1))
+
+    done = await wire.provider().complete(PROMPT, FAST, KEY)
+
+    # The first token arrives long before the last one is sent.
+    assert done.first_token_s is not None
+    assert done.first_token_s < 0.15 < 0.3 <= done.elapsed_s
+
+
+async def test_a_callable_reply_and_the_default_answer(wire: Wire) -> None:
+    def echo(request: RecordedRequest) -> Reply:
+        return Reply.text(request.messages[-1]["content"].upper())
+
+    wire.server.script(Reply.text("scripted first"))
+    wire.server.default = echo
+    provider = wire.provider()
+
+    first = await provider.complete(PROMPT, FAST, KEY)
+    second = await provider.complete(PROMPT, FAST, KEY)
+    third = await provider.complete(PROMPT, FAST, KEY)
+
+    assert first.text == "scripted first"
+    assert second.text == third.text == PROMPT[-1].content.upper()
+    assert wire.server.pending == 0
+
+
+async def test_get_routes_and_request_log(llm_server: LoopbackLLMServer) -> None:
+    async with httpx.AsyncClient(base_url=llm_server.url) as client:
+        version = (await client.get("/api/version")).json()
+        tags = (await client.get("/api/tags")).json()
+        models = (await client.get("/v1/models")).json()
+        missing = await client.get("/nowhere")
+
+    assert version == {"version": "0.0.0-loopback"}
+    assert [m["name"] for m in tags["models"]] == list(llm_server.models)
+    assert [m["id"] for m in models["data"]] == list(llm_server.models)
+    assert missing.status_code == 404
+    assert [(r.method, r.path, r.outcome) for r in llm_server.requests] == [
+        ("GET", "/api/version", "complete"),
+        ("GET", "/api/tags", "complete"),
+        ("GET", "/v1/models", "complete"),
+        ("GET", "/nowhere", "status"),
+    ]
+    assert llm_server.chat_requests == []
+
+
+async def test_stop_is_prompt_with_a_request_stalled() -> None:
+    server = LoopbackLLMServer().start()
+    server.script(Reply.stall_first(60.0))
+    wire = Wire("ollama", server)
+    patient = dataclasses.replace(FAST, first_token_timeout_s=60.0)
+    request = asyncio.create_task(wire.provider().complete(PROMPT, patient, KEY))
+    try:
+        while not server.chat_requests:
+            await asyncio.sleep(0.01)
+        started = time.monotonic()
+        await asyncio.to_thread(server.stop)
+        stopped_in = time.monotonic() - started
+    finally:
+        request.cancel()
+        await asyncio.gather(request, return_exceptions=True)
+        await wire.close()
+
+    assert stopped_in < 2.0
+    assert server.chat_requests[0].outcome == "shutdown"
+
+
+async def test_a_stopped_server_refuses_connections() -> None:
+    server = LoopbackLLMServer().start()
+    url = server.url
+    server.stop()
+    wire = Wire("ollama", server)
+    try:
+        with pytest.raises(ModelError) as caught:
+            await wire.provider(url=url).complete(PROMPT, FAST, KEY)
+    finally:
+        await wire.close()
+
+    assert caught.value.kind == "unreachable"
