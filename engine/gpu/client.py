@@ -66,9 +66,7 @@ def _stderr_tail(path: Path) -> str:
 class GpuWorker:
     """One worker process for one GPU; requests are served one at a time."""
 
-    def __init__(
-        self, device_index: int = 0, settings: Settings | None = None, log_dir: Path | None = None
-    ) -> None:
+    def __init__(self, device_index: int = 0, settings: Settings | None = None, log_dir: Path | None = None) -> None:
         self.device_index = device_index
         self.settings = settings or Settings()
         self.log_dir = log_dir or user_cache_dir() / "workers"
@@ -151,8 +149,7 @@ class GpuWorker:
             return Response(
                 ok=False,
                 fatal=True,
-                error=f"the GPU worker did not answer within "
-                f"{timeout_s:.0f} s; it was killed and will be restarted",
+                error=f"the GPU worker did not answer within {timeout_s:.0f} s; it was killed and will be restarted",
                 result=Fault("timed_out", "WORKER_TIMEOUT", "no answer in time"),
             )
         except (asyncio.IncompleteReadError, ConnectionError, BrokenPipeError):
@@ -188,9 +185,7 @@ class GpuWorker:
     def validation_budget_s(self, task: Task) -> float:
         runs = sum(c.seeds for c in task.validation) * 2 + 2
         return (
-            self.settings.worker.job_slack_s
-            + _REFERENCE_ALLOWANCE_S
-            + runs * self.settings.validation.launch_timeout_s
+            self.settings.worker.job_slack_s + _REFERENCE_ALLOWANCE_S + runs * self.settings.validation.launch_timeout_s
         )
 
     def profile_budget_s(self, programs: int) -> float:
@@ -199,15 +194,11 @@ class GpuWorker:
         return self.settings.worker.job_slack_s + _REFERENCE_ALLOWANCE_S + programs * per
 
     async def validate(self, task: Task, program: ProgramRef) -> ValidationReport:
-        response = await self._request(
-            ValidateRequest(str(task.folder), program), self.validation_budget_s(task)
-        )
+        response = await self._request(ValidateRequest(str(task.folder), program), self.validation_budget_s(task))
         if response.ok:
             return response.result
         fault = (
-            response.result
-            if isinstance(response.result, Fault)
-            else Fault("crashed", "WORKER", response.error or "")
+            response.result if isinstance(response.result, Fault) else Fault("crashed", "WORKER", response.error or "")
         )
         verdict = "timed_out" if fault.kind == "timed_out" else "crashed"
         return ValidationReport(verdict=verdict, summary=response.error or fault.message, fault=fault)
@@ -219,9 +210,7 @@ class GpuWorker:
         if response.ok:
             return response.result
         fault = (
-            response.result
-            if isinstance(response.result, Fault)
-            else Fault("crashed", "WORKER", response.error or "")
+            response.result if isinstance(response.result, Fault) else Fault("crashed", "WORKER", response.error or "")
         )
         return ProfileFailure(fault)
 

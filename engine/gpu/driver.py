@@ -69,6 +69,12 @@ class KernelTimeout(RuntimeError):
         super().__init__(f"the kernel was still running after {seconds:g} s")
 
 
+def is_fatal(exc: BaseException) -> bool:
+    """After a hang or a sticky error nothing may touch the context again: even cuMemFree would wait
+    for (or fail on) the kernel that is still running. The worker only reports and exits."""
+    return isinstance(exc, KernelTimeout) or (isinstance(exc, CudaError) and exc.sticky)
+
+
 def _name(err: Any) -> str:
     ok, name = cu.cuGetErrorName(err)
     if ok == cu.CUresult.CUDA_SUCCESS and name:

@@ -123,18 +123,20 @@ class Harness:
         flush_buffer = ctx.alloc(max(l2_bytes * flush_factor, 16 * 2**20))
         ctx.zero(flush_buffer.ptr, flush_buffer.nbytes)
         sink = ctx.alloc(4)
+        fn = lambda name: ctx.function(module, name)  # noqa: E731
         harness = cls(
-            ctx,
-            module,
-            ctx.function(module, "harness_scrub_shared"),
-            ctx.function(module, "harness_flush_l2"),
-            ctx.function(module, "harness_copy"),
-            ctx.function(module, "harness_fma"),
-            ctx.function(module, "harness_delay"),
-            flush_buffer,
-            sink,
-            sm_count,
-            shared_optin,
+            ctx=ctx,
+            module=module,
+            scrub=fn("harness_scrub_shared"),
+            flush=fn("harness_flush_l2"),
+            copy=fn("harness_copy"),
+            fma=fn("harness_fma"),
+            delay=fn("harness_delay"),
+            triad=fn("harness_triad"),
+            flush_buffer=flush_buffer,
+            sink=sink,
+            sm_count=sm_count,
+            shared_optin=shared_optin,
         )
         ctx.set_max_dynamic_shared(harness.scrub, shared_optin)
         return harness
@@ -167,7 +169,5 @@ class Harness:
         self.ctx.launch(self.flush, (4 * self.sm_count, 1, 1), (512, 1, 1), 0, params)
 
     def fma_launch(self, iters: int, blocks: int, threads: int) -> None:
-        params = pack_params(
-            [("ptr", self.sink.ptr), ("int32", iters), ("float32", 0.999999), ("float32", 1e-7)]
-        )
+        params = pack_params([("ptr", self.sink.ptr), ("int32", iters), ("float32", 0.999999), ("float32", 1e-7)])
         self.ctx.launch(self.fma, (blocks, 1, 1), (threads, 1, 1), 0, params)

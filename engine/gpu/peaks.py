@@ -106,17 +106,13 @@ def measure(ctx: Context, info: DeviceInfo, harness: Harness, timeout_s: float =
     for _ in range(3):
         harness.fma_launch(FMA_ITERS, blocks, FMA_THREADS)
     ctx.wait(timeout_s)
-    fma_ms = _median_ms(
-        ctx, lambda: harness.fma_launch(FMA_ITERS, blocks, FMA_THREADS), PEAK_SAMPLES, timeout_s
-    )
+    fma_ms = _median_ms(ctx, lambda: harness.fma_launch(FMA_ITERS, blocks, FMA_THREADS), PEAK_SAMPLES, timeout_s)
     flops = 2.0 * FMA_PER_ITER * FMA_ITERS * blocks * FMA_THREADS / (fma_ms / 1000)
     return Peaks(
         gpu_uuid=info.uuid,
         bandwidth=bandwidth,
         fp32_flops=flops,
         fp16_tensor_flops=fp16_tensor_rate(info),
-        method=(
-            f"measured: {nbytes >> 20} MiB device copy, fp32 FMA kernel; fp16 tensor rate from the datasheet"
-        ),
+        method=(f"measured: {nbytes >> 20} MiB device copy, fp32 FMA kernel; fp16 tensor rate from the datasheet"),
         measured_at=time.strftime("%Y-%m-%d %H:%M"),
     )

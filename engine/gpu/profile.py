@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.gpu.driver import Context, CudaError
+from engine.gpu.driver import Context, CudaError, is_fatal
 from engine.gpu.harness import Harness
 from engine.gpu.protocol import DeviceInfo, Fault, ProfileReport, Timing
 from engine.gpu.reference_cache import ReferenceCache
@@ -219,9 +219,7 @@ class Profiler:
         start = time.monotonic()
         case = task.timing
         env, scalars = task.env(case), task.params(case)
-        timed_inputs = self.refs.get(
-            task, case, case_seed(task, case, 0, "profile"), with_expected=False
-        ).inputs
+        timed_inputs = self.refs.get(task, case, case_seed(task, case, 0, "profile"), with_expected=False).inputs
         busy = self.nvml.other_processes() if self.nvml else None
         entries = [_Entry(label, ModuleFunctions(self.ctx, module), plan) for label, module, plan in programs]
         try:
@@ -255,6 +253,10 @@ class Profiler:
                 self._choose_mode(e, best[e.label])
             self._sample(live)
             self._state_check(task, live, timed_inputs)
+        except BaseException as exc:
+            if is_fatal(exc):
+                entries = []  # the context is gone or busy with a hung kernel: free nothing
+            raise
         finally:
             for e in entries:
                 if e.graph is not None:
@@ -286,25 +288,18 @@ class Profiler:
                     )
                 )
             else:
-                fault = e.fault or Fault(
-                    "launch_error", "throttled", "every sample was taken under a throttled clock"
-                )
-                timings.append(
-                    Timing(e.label, 0.0, 0.0, 0.0, 0.0, 0, e.discarded, "events", 1, None, fault=fault)
-                )
+                fault = e.fault or Fault("launch_error", "throttled", "every sample was taken under a throttled clock")
+                timings.append(Timing(e.label, 0.0, 0.0, 0.0, 0.0, 0, e.discarded, "events", 1, None, fault=fault))
         return ProfileReport(
             device=self.info.name,
             size_label=case.label,
             timings=tuple(timings),
             throttle_note=(
-                f"{throttled} sample(s) discarded: SM clock under "
-                f"{self.s.throttle_clock_fraction:.0%} of its maximum"
+                f"{throttled} sample(s) discarded: SM clock under {self.s.throttle_clock_fraction:.0%} of its maximum"
             )
             if throttled
             else None,
-            busy_note=(
-                f"{busy} other process(es) were using this GPU while it was timed; figures may be noisy"
-            )
+            busy_note=(f"{busy} other process(es) were using this GPU while it was timed; figures may be noisy")
             if busy
             else None,
             elapsed_s=time.monotonic() - start,

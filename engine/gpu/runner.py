@@ -74,8 +74,7 @@ class ModuleFunctions:
                 self._funcs[name] = self.ctx.function(self.module, name)
             except CudaError as exc:
                 raise PlanError(
-                    f"kernel {name!r} is not in the compiled module ({exc.name}); "
-                    'is it declared extern "C" __global__?'
+                    f'kernel {name!r} is not in the compiled module ({exc.name}); is it declared extern "C" __global__?'
                 ) from None
         return self._funcs[name]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.dtypes import DTYPES
-from engine.gpu.driver import Context, DeviceBuffer
+from engine.gpu.driver import Context, DeviceBuffer, is_fatal
 from engine.gpu.protocol import CaseReport, DeviceInfo, LaunchResources, ValidationReport
 from engine.gpu.reference_cache import ReferenceCache, ReferenceCase
 from engine.gpu.runner import ModuleFunctions, prepare
@@ -89,6 +89,7 @@ def run_case(
     """Run one validation case twice and judge it. Raises PlanError, CudaError or KernelTimeout."""
     bufs = BufferSet(ctx, task, case)
     prepared = None
+    clean_up = True
     try:
         for name, host in ref.inputs.items():
             ctx.upload(bufs.device[name], host)
@@ -108,12 +109,8 @@ def run_case(
         for name, host in ref.inputs.items():
             after = bufs.download(name, settings.launch_timeout_s)
             if not np.array_equal(after.view(np.uint8), host.view(np.uint8)):
-                changed = int(
-                    np.count_nonzero(after.reshape(-1).view(np.uint8) != host.reshape(-1).view(np.uint8))
-                )
-                problem = (
-                    f"the kernel wrote to input {name!r} ({changed} bytes changed); inputs are read-only"
-                )
+                changed = int(np.count_nonzero(after.reshape(-1).view(np.uint8) != host.reshape(-1).view(np.uint8)))
+                problem = f"the kernel wrote to input {name!r} ({changed} bytes changed); inputs are read-only"
                 break
 
         comparisons: list[OutputComparison] = []
@@ -162,16 +159,16 @@ def run_case(
             problem=problem,
         )
         mismatches = [dataclasses.replace(m, case=label) for c in comparisons for m in c.mismatches]
-        patterns = [
-            f"{c.output}: {c.pattern}" if len(comparisons) > 1 else c.pattern
-            for c in comparisons
-            if c.pattern
-        ]
+        patterns = [f"{c.output}: {c.pattern}" if len(comparisons) > 1 else c.pattern for c in comparisons if c.pattern]
         return CaseOutcome(report, mismatches, patterns, prepared.resources)
+    except BaseException as exc:
+        clean_up = not is_fatal(exc)
+        raise
     finally:
-        if prepared is not None:
-            prepared.release(ctx)
-        bufs.free()
+        if clean_up:
+            if prepared is not None:
+                prepared.release(ctx)
+            bufs.free()
 
 
 def summarize(task: Task, cases: list[CaseReport], skipped_timing: bool) -> str:

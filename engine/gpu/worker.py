@@ -170,9 +170,7 @@ def _fault_response(exc: BaseException, case: str | None):
         ), True
     if isinstance(exc, CudaError):
         if exc.sticky:
-            return Fault(
-                "crashed", exc.name, f"crashed{where} with {exc.name} ({_explain(exc.name)})", case
-            ), True
+            return Fault("crashed", exc.name, f"crashed{where} with {exc.name} ({_explain(exc.name)})", case), True
         return Fault(
             "launch_error", exc.name, f"the launch failed{where} with {exc.name} ({_explain(exc.name)})", case
         ), False
@@ -188,8 +186,7 @@ def _explain(name: str) -> str:
         "CUDA_ERROR_ILLEGAL_INSTRUCTION": "an illegal instruction",
         "CUDA_ERROR_ASSERT": "a device-side assert failed",
         "CUDA_ERROR_HARDWARE_STACK_ERROR": "stack overflow (deep recursion or large local arrays)",
-        "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES": "too many registers or too much shared memory for "
-        "this block size",
+        "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES": "too many registers or too much shared memory for this block size",
         "CUDA_ERROR_INVALID_VALUE": "a launch configuration the device refuses",
         "CUDA_ERROR_OUT_OF_MEMORY": "the GPU ran out of memory",
         "CUDA_ERROR_INVALID_IMAGE": "the compiled module does not load on this GPU",
@@ -259,9 +256,9 @@ def handle_profile(state: WorkerState, req: Any):
         return Response(ok=True, result=report)
     except (CudaError, KernelTimeout) as exc:
         fault, fatal = _fault_response(exc, getattr(exc, "case", None))
-        return Response(
-            ok=False, error=fault.message, result=fault, fatal=fatal or not _context_healthy(state)
-        )
+        if fatal:
+            modules = []  # nothing may touch the context any more
+        return Response(ok=False, error=fault.message, result=fault, fatal=fatal or not _context_healthy(state))
     finally:
         for module in modules:
             with contextlib.suppress(CudaError):
@@ -314,12 +311,13 @@ def serve(proto_in: IO[bytes], proto_out: IO[bytes]) -> int:
             traceback.print_exc()
             # A worker-side failure that is not the candidate's: report it and stay up unless the
             # context is gone.
-            response = P.Response(
-                ok=False, error=f"{type(exc).__name__}: {exc}", fatal=not _context_healthy(state)
-            )
+            response = P.Response(ok=False, error=f"{type(exc).__name__}: {exc}", fatal=not _context_healthy(state))
         write_message(proto_out, response)
         if response.fatal:
-            return 3
+            # Exit at once: interpreter shutdown would run cuda-bindings' finalisers, which can
+            # block on a hung kernel. The driver tears the context down with the process.
+            sys.stderr.flush()
+            os._exit(3)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,7 +33,7 @@ class JudgeEnvironment:
     async def close(self) -> None:
         if self.gpu is not None:
             await self.gpu.close()
-        await self.compiler.close()
+        self.compiler.close()
 
 
 def gpu_unavailable_reason() -> str | None:

@@ -1,0 +1,56 @@
+"""The harness kernels compile for the architectures we support, and the harness wires its
+functions and launch parameters the way the kernels declare them (no GPU needed)."""
+
+from unittest import mock
+
+import pytest
+
+from engine.compile.nvrtc import compile_in_process
+from engine.gpu.harness import HARNESS_SOURCE, Harness
+from engine.gpu.peaks import fp16_tensor_rate
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_harness_kernels_compile(arch):
+    result = compile_in_process(HARNESS_SOURCE, arch)
+    assert result.ok, result.log
+    names = {k.name for k in result.kernels}
+    assert {
+        "harness_scrub_shared",
+        "harness_flush_l2",
+        "harness_copy",
+        "harness_triad",
+        "harness_fma",
+        "harness_delay",
+    } <= names
+    # Parameter counts the Python side packs must match the kernels' signatures.
+    assert len(result.ptx_entries["harness_scrub_shared"]) == 2
+    assert len(result.ptx_entries["harness_flush_l2"]) == 3
+    assert len(result.ptx_entries["harness_triad"]) == 4
+    assert len(result.ptx_entries["harness_fma"]) == 4
+    assert len(result.ptx_entries["harness_delay"]) == 1
+
+
+def test_harness_load_and_launch_parameter_counts():
+    ctx = mock.MagicMock()
+    ctx.alloc.side_effect = lambda n: mock.MagicMock(ptr=0x1000, nbytes=n)
+    h = Harness.load(ctx, b"cubin", l2_bytes=50 << 20, flush_factor=2, sm_count=132, shared_optin=232448)
+    ctx.set_max_dynamic_shared.assert_called_once_with(h.scrub, 232448)
+    calls = {
+        "scrub": (h.scrub_shared, (0x1234,), 2),
+        "flush": (h.flush_l2, (), 3),
+        "delay": (h.delay_us, (10.0,), 1),
+        "fma": (h.fma_launch, (16, 8, 256), 4),
+    }
+    for name, (method, args, nparams) in calls.items():
+        ctx.launch.reset_mock()
+        method(*args)
+        (_func, grid, block, _shared, params), _ = ctx.launch.call_args
+        values, types = params
+        assert len(values) == len(types) == nparams, name
+        assert all(g >= 1 for g in grid) and all(b >= 1 for b in block), name
+
+
+def test_fp16_tensor_rate_from_the_datasheet():
+    info = mock.MagicMock(compute_capability=(9, 0), sm_count=132, sm_clock_mhz=1830)
+    assert fp16_tensor_rate(info) == pytest.approx(989.4e12, rel=0.01)
