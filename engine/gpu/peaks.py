@@ -113,6 +113,10 @@ def measure(ctx: Context, info: DeviceInfo, harness: Harness, timeout_s: float =
         bandwidth=bandwidth,
         fp32_flops=flops,
         fp16_tensor_flops=fp16_tensor_rate(info),
-        method=(f"measured: {nbytes >> 20} MiB device copy, fp32 FMA kernel; fp16 tensor rate from the datasheet"),
+        method=(
+            "bandwidth: best of "
+            + ", ".join(f"{name} {rate / 1e12:.2f} TB/s" for name, rate in rates.items())
+            + f" over {nbytes >> 20} MiB buffers; fp32: FMA kernel; fp16 tensor: datasheet rate"
+        ),
         measured_at=time.strftime("%Y-%m-%d %H:%M"),
     )
