@@ -67,6 +67,9 @@ class Reply:
     """
 
     chunks: tuple[str, ...] = ()
+    # Streamed before the text, apart from it: ollama's message.thinking, OpenAI-style
+    # delta.reasoning_content (vLLM, SGLang). Fault indexes do not count these.
+    reasoning: tuple[str, ...] = ()
     status: int = 200  # not 200: answer with this HTTP error instead of a stream
     # The error text for a status or an error line. "{key}" becomes the bearer key the client sent
     # (servers that quote a rejected key exist; the providers must scrub it).
@@ -88,6 +91,11 @@ class Reply:
     def text(cls, *chunks: str, **changes: Any) -> Reply:
         """A normal streamed reply; `changes` set any other field (chunk_delay_s=0.05, ...)."""
         return cls(chunks=tuple(chunks), **changes)
+
+    @classmethod
+    def thinking(cls, reasoning: tuple[str, ...], *chunks: str, **changes: Any) -> Reply:
+        """A reasoning model: `reasoning` streamed apart first, then the text."""
+        return cls(chunks=tuple(chunks), reasoning=tuple(reasoning), **changes)
 
     @classmethod
     def status_error(cls, status: int, message: str, retry_after: float | str | None = None) -> Reply:
@@ -404,6 +412,10 @@ class _OllamaWire:
         line = {"model": model, "created_at": _now(), "message": {"role": "assistant", "content": text}, "done": False}
         return _line(line)
 
+    def reasoning(self, model: str, text: str) -> bytes:
+        message = {"role": "assistant", "content": "", "thinking": text}
+        return _line({"model": model, "created_at": _now(), "message": message, "done": False})
+
     def finish(self, reply: Reply, stats: _Stats) -> bytes:
         last: dict[str, Any] = {
             "model": stats.model,
@@ -457,6 +469,9 @@ class _OpenAIWire:
 
     def chunk(self, model: str, text: str) -> bytes:
         return self._event(self._chunk(model, {"role": "assistant", "content": text}, None))
+
+    def reasoning(self, model: str, text: str) -> bytes:
+        return self._event(self._chunk(model, {"role": "assistant", "reasoning_content": text}, None))
 
     def finish(self, reply: Reply, stats: _Stats) -> bytes:
         reason = "length" if reply.done_reason == "length" else "stop"
@@ -592,6 +607,12 @@ class _Handler(BaseHTTPRequestHandler):
 
         started = time.monotonic()
         sent = 0
+        for thought in reply.reasoning:
+            self._write(wire.reasoning(model, thought))
+            sent += 1
+            rec.chunks_sent = sent
+            if self.owner._pause(reply.chunk_delay_s):
+                return "shutdown"
         for i, text in enumerate(self._pieces(reply)):
             outcome = self._event_before(wire, reply, i)
             if outcome is not None:

@@ -117,7 +117,13 @@ class Server:
             f"the reply from {self.label} stopped before it was done ({why}): check the server's log if it persists",
         )
 
-    def empty(self, model: str) -> ModelError:
+    def empty(self, model: str, cut_at_max_tokens: int | None = None) -> ModelError:
+        if cut_at_max_tokens is not None:
+            return ModelError(
+                "empty",
+                f"model '{model}' on {self.label} used all {cut_at_max_tokens} max_tokens without writing any "
+                "text (reasoning, perhaps): raise --max-tokens",
+            )
         return ModelError(
             "empty", f"model '{model}' on {self.label} sent an empty reply: try another model if it persists"
         )

@@ -142,7 +142,8 @@ class OllamaProvider:
             )
             async with aclosing(library_parts(stream, _MALFORMED)) as parts:
                 async for part in parts:
-                    more = buffer.add(part.message.content if part.message else None)
+                    message = part.message
+                    more = buffer.add(message.content, message.thinking) if message else buffer.add(None)
                     deadlines.tick()
                     if part.done:
                         final = part
@@ -152,7 +153,7 @@ class OllamaProvider:
         if final is None and not buffer.cut_at_max_tokens:
             raise self._server.cut_off("the stream ended without done:true")
         if not buffer.text.strip():
-            raise self._server.empty(self.model)
+            raise self._server.empty(self.model, options.max_tokens if buffer.cut_at_max_tokens else None)
         return buffer.completion(
             self.model,
             prompt_tokens=getattr(final, "prompt_eval_count", None),

@@ -95,7 +95,7 @@ class OpenAIProvider:
                         if getattr(choice, "index", 0) != 0:
                             continue
                         delta = getattr(choice, "delta", None)
-                        more = buffer.add(getattr(delta, "content", None))
+                        more = buffer.add(getattr(delta, "content", None), _reasoning(delta))
                         finish = getattr(choice, "finish_reason", None) or finish
                     deadlines.tick()
                     if not more:
@@ -103,7 +103,7 @@ class OpenAIProvider:
         if finish is None and not buffer.cut_at_max_tokens:
             raise self._server.cut_off("the stream ended without a finish_reason")
         if not buffer.text.strip():
-            raise self._server.empty(self.model)
+            raise self._server.empty(self.model, options.max_tokens if buffer.cut_at_max_tokens else None)
         return buffer.completion(
             self.model,
             prompt_tokens=getattr(usage, "prompt_tokens", None),
@@ -174,6 +174,16 @@ class OpenAIProvider:
         if isinstance(exc, openai.APIError):  # an error event inside a 200 stream
             return server.stream_error(_error_text(exc))
         return None
+
+
+def _reasoning(delta: Any) -> str | None:
+    """Reasoning streamed beside the reply: vLLM and SGLang call it reasoning_content, some
+    servers (ollama's /v1, OpenRouter) reasoning."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(delta, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def _names_stream_options(exc: openai.APIError) -> bool:

@@ -55,19 +55,27 @@ class ReplyBuffer:
     parts: list[str] = field(default_factory=list)
     chunks: int = 0
     chars: int = 0
-    first_token_s: float | None = None
+    first_token_s: float | None = None  # the first text token
+    # The first sign of generation, text or reasoning: a reasoning model may think for minutes
+    # before its first text token, and that is not a stalled server.
+    first_activity_s: float | None = None
     cut_at_max_tokens: bool = False
     # The server has answered with a stream: a connection error after this is a cut reply, not
     # an unreachable server.
     connected: bool = False
 
-    def add(self, text: str | None) -> bool:
-        """Take one delta; False once the reply has reached max_tokens and must be cut."""
+    def add(self, text: str | None, reasoning: str | None = None) -> bool:
+        """Take one delta (its text, and any reasoning the server streams separately, which is
+        not part of the reply); False once the reply has reached max_tokens and must be cut.
+        Reasoning tokens count towards max_tokens, as they do on the servers."""
+        if text or reasoning:
+            if self.first_activity_s is None:
+                self.first_activity_s = self.elapsed()
+            self.chunks += 1
         if text:
             if self.first_token_s is None:
                 self.first_token_s = self.elapsed()
             self.parts.append(text)
-            self.chunks += 1
             self.chars += len(text)
             if self.on_token is not None:
                 self.on_token(text)
@@ -101,8 +109,9 @@ class ReplyBuffer:
 
 
 class Deadlines:
-    """first_token_timeout_s from the start until the first token, then timeout_s from the first
-    token to the last (GenerateOptions' meaning). Raises TimeoutError out of `watch()`."""
+    """first_token_timeout_s from the start until generation begins (the first text or reasoning
+    token), then timeout_s from there to the last token (GenerateOptions' meaning). Raises
+    TimeoutError out of `watch()`."""
 
     def __init__(self, options: GenerateOptions, buffer: ReplyBuffer) -> None:
         self.options = options
@@ -117,14 +126,15 @@ class Deadlines:
             yield self
 
     def tick(self) -> None:
-        """Call after each delta: the first token moves the deadline to first token + timeout_s."""
-        if not self._extended and self.buffer.first_token_s is not None and self._timeout is not None:
-            self._timeout.reschedule(self.buffer.started + self.buffer.first_token_s + self.options.timeout_s)
+        """Call after each delta: the first one moves the deadline to then + timeout_s."""
+        first = self.buffer.first_activity_s
+        if not self._extended and first is not None and self._timeout is not None:
+            self._timeout.reschedule(self.buffer.started + first + self.options.timeout_s)
             self._extended = True
 
     @property
     def waiting_for_first_token(self) -> bool:
-        return self.buffer.first_token_s is None
+        return self.buffer.first_activity_s is None
 
     def limit_s(self) -> float:
         """The limit that ran out (for the message)."""

@@ -16,7 +16,7 @@ from .wire import FAST, FAST_RETRY, KEY, PROMPT, Wire
 
 # Stalls are shorter than the server's own stall, and the server's stall ends at teardown.
 STALL_S = 2.0
-TIGHT = dataclasses.replace(FAST, first_token_timeout_s=0.3, timeout_s=0.3)
+TIGHT = dataclasses.replace(FAST, first_token_timeout_s=0.5, timeout_s=0.5)
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ FAULTS = [
     Fault("429", Reply.rate_limited(retry_after=0.05), "rate_limited", "lower --candidates"),
     Fault("500", Reply.server_error(500, "out of memory"), "server_error", "out of memory"),
     Fault("503", Reply.server_error(503, "loading"), "server_error", "check the server's log"),
-    Fault("stall-first", Reply.stall_first(STALL_S), "timeout", "within 0.3 s", TIGHT),
+    Fault("stall-first", Reply.stall_first(STALL_S), "timeout", "within 0.5 s", TIGHT),
     Fault("stall-mid", Reply.stall_mid(STALL_S), "timeout", "lower max_tokens", TIGHT),
     Fault("cut", Reply.cut("partial ", "rest"), "cut_off", "connection closed mid-reply"),
     Fault("unfinished", Reply.unfinished("no end"), "cut_off", "stopped before it was done"),
