@@ -101,6 +101,8 @@ class OllamaProvider:
             host_hint="check the name in --host or OLLAMA_HOST",
             key_hint="set OLLAMA_API_KEY if the server needs a key",
             not_found=lambda m: f"model '{m}' not found on the ollama server at {self.where}: `ollama pull {m}`",
+            # The client sends $OLLAMA_API_KEY as a bearer token; a server may quote it back.
+            secret=os.environ.get("OLLAMA_API_KEY") or None,
         )
         self._client = ollama.AsyncClient(
             host=self.where,

@@ -10,6 +10,7 @@ import pytest
 from llm_servers import UNRESOLVABLE_URL, LoopbackLLMServer, Reply
 
 from engine.llm.base import ModelError
+from engine.llm.ollama_provider import OllamaProvider
 from engine.llm.openai_provider import PLACEHOLDER_KEY, OpenAIProvider
 from engine.llm.retry import complete_with_retries
 
@@ -137,3 +138,21 @@ async def test_a_missing_key_is_named_when_the_server_wants_one(
 
     assert caught.value.kind == "auth"
     assert str(caught.value).endswith(": set OPENAI_API_KEY")
+
+
+async def test_ollama_scrubs_its_key_too(llm_server: LoopbackLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OLLAMA_API_KEY", SENTINEL)
+    llm_server.script(Reply.status_error(401, "unknown key {key}"), Reply.error_line("bad {key}"))
+    provider = OllamaProvider("loop-model", host=llm_server.url)
+    said = [repr(provider), str(vars(provider))]
+    try:
+        for _ in range(2):
+            with pytest.raises(ModelError) as caught:
+                await provider.complete(PROMPT, FAST, KEY)
+            said.append(everything_said(caught.value))
+    finally:
+        await provider.close()
+
+    assert llm_server.chat_requests[0].headers["authorization"] == f"Bearer {SENTINEL}"
+    assert "OLLAMA_API_KEY" in said[2]
+    assert [text for text in said if SENTINEL in text] == []
