@@ -22,6 +22,8 @@ def dump(value: Any) -> Any:
         return {str(k): dump(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [dump(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted(dump(v) for v in value)
     if isinstance(value, bytes):
         return None
     if isinstance(value, float) and not math.isfinite(value):
@@ -63,6 +65,9 @@ def load(tp: Any, data: Any) -> Any:
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(load(args[0], v) for v in data)
         return tuple(load(a, v) for a, v in zip(args, data, strict=False))
+    if origin in (frozenset, set):
+        (arg,) = get_args(tp) or (Any,)
+        return origin(load(arg, v) for v in data)
     if origin is list:
         (arg,) = get_args(tp) or (Any,)
         return [load(arg, v) for v in data]

@@ -284,6 +284,7 @@ class FsrLoop:
                     prompt,
                     options,
                     key,
+                    policy=self.settings.retry,
                     on_token=lambda text: self.emit(ev.TokensStreamed(self.sid, label, text)),
                     on_retry=lambda n, err, delay: self.emit(ev.RequestRetrying(self.sid, label, n, delay, str(err))),
                 )

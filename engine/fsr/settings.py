@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.llm.base import GenerateOptions
+from engine.llm.base import GenerateOptions, RetryPolicy
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class LoopSettings:
     # Accept each round's winner without asking; the TUI can switch it off to review each one.
     auto_accept: bool = True
     generate: GenerateOptions = field(default_factory=GenerateOptions)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
     # The prompt's feedback section is trimmed to this many characters (failures first lose
     # detail), so prompts do not grow without bound over a long session.
     feedback_chars: int = 12_000
