@@ -58,9 +58,7 @@ DTYPES: dict[str, DType] = {
             "int",
             4,
             False,
-            frozenset(
-                {"int", "int32_t", "unsigned int", "unsigned", "uint32_t", "int2", "int4", "uint2", "uint4"}
-            )
+            frozenset({"int", "int32_t", "unsigned int", "unsigned", "uint32_t", "int2", "int4", "uint2", "uint4"})
             | _BYTES,
         ),
         DType(
@@ -69,9 +67,7 @@ DTYPES: dict[str, DType] = {
             "unsigned int",
             4,
             False,
-            frozenset(
-                {"unsigned int", "unsigned", "uint32_t", "int", "int32_t", "uint2", "uint4", "int2", "int4"}
-            )
+            frozenset({"unsigned int", "unsigned", "uint32_t", "int", "int32_t", "uint2", "uint4", "int2", "int4"})
             | _BYTES,
         ),
         DType(
@@ -121,17 +117,13 @@ SCALAR_TYPES: dict[str, ScalarType] = {
         ScalarType("uint32", frozenset({"unsigned int", "unsigned", "uint32_t"}), 4, False),
         ScalarType(
             "int64",
-            frozenset(
-                {"long long", "long long int", "int64_t", "long", "long int", "ptrdiff_t", "signed long long"}
-            ),
+            frozenset({"long long", "long long int", "int64_t", "long", "long int", "ptrdiff_t", "signed long long"}),
             8,
             False,
         ),
         ScalarType(
             "uint64",
-            frozenset(
-                {"unsigned long long", "unsigned long long int", "uint64_t", "size_t", "unsigned long"}
-            ),
+            frozenset({"unsigned long long", "unsigned long long int", "uint64_t", "size_t", "unsigned long"}),
             8,
             False,
         ),

@@ -46,14 +46,11 @@ def compile_warnings(task: Task, result: CompileResult) -> tuple[str, ...]:
         warnings.append("uses reduced precision on an fp32 task: " + ", ".join(result.precision_hints))
     if result.writes_device_globals:
         names = ", ".join(g.name for g in result.device_globals if g.written)
-        warnings.append(
-            f"writes __device__ global variables ({names}): results must not be kept between runs"
-        )
+        warnings.append(f"writes __device__ global variables ({names}): results must not be kept between runs")
     for k in result.kernels:
         if k.spill_store_bytes or k.spill_load_bytes:
             warnings.append(
-                f"kernel {k.name} spills registers ({k.spill_store_bytes} bytes stored, "
-                f"{k.spill_load_bytes} loaded)"
+                f"kernel {k.name} spills registers ({k.spill_store_bytes} bytes stored, {k.spill_load_bytes} loaded)"
             )
     return tuple(warnings)
 
@@ -100,9 +97,7 @@ class Judge:
             bind_plan(cand.plan, self.task, kernels)
             result = await self.compiler.compile(cand.source, self.arch)
         except FormatError as exc:
-            return Judgement(
-                cand.label, "format_error", _first_line(str(exc)), detail=str(exc), candidate=cand
-            )
+            return Judgement(cand.label, "format_error", _first_line(str(exc)), detail=str(exc), candidate=cand)
         if not result.ok:
             errors = [d for d in result.diagnostics if d.severity == "error"]
             if errors:
@@ -113,9 +108,7 @@ class Judge:
                 )
             else:
                 message = result.error or "compile failed"
-            return Judgement(
-                cand.label, "compile_error", message, detail=result.log, candidate=cand, compile=result
-            )
+            return Judgement(cand.label, "compile_error", message, detail=result.log, candidate=cand, compile=result)
         try:
             bound = bind_plan(cand.plan, self.task, kernels, result.ptx_entries)
         except FormatError as exc:
@@ -161,14 +154,10 @@ class Judge:
     async def baseline(self) -> Compiled:
         """The task's baseline, compiled once; it is timed again in every profiling session."""
         if self._baseline is None:
-            cand = Candidate(
-                BASELINE_LABEL, self.task.baseline_source, self.task.baseline_plan, origin="baseline"
-            )
+            cand = Candidate(BASELINE_LABEL, self.task.baseline_source, self.task.baseline_plan, origin="baseline")
             compiled = await self.compile(cand)
             if isinstance(compiled, Judgement):
-                raise RuntimeError(
-                    f"the baseline of task {self.task.name!r} does not compile: {compiled.message}"
-                )
+                raise RuntimeError(f"the baseline of task {self.task.name!r} does not compile: {compiled.message}")
             self._baseline = compiled
         return self._baseline
 

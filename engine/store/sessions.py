@@ -89,8 +89,7 @@ def _wrap(exc: sqlite3.Error, path: Path) -> StoreError:
         return StoreError(f"the session database {path} is read-only; use --db to choose another file")
     if "locked" in text or "busy" in text:
         return StoreError(
-            f"the session database {path} is locked by another cuda-llm process; try again "
-            "when it is done, or use --db"
+            f"the session database {path} is locked by another cuda-llm process; try again when it is done, or use --db"
         )
     return StoreError(f"session database {path}: {text}")
 
@@ -242,17 +241,10 @@ class SessionStore:
         rec = self.session(session_id)
         here = socket.gethostname()
         if (
-            rec.status == "running"
-            and rec.owner_pid
-            and rec.owner_pid != os.getpid()
-            and rec.owner_host == here
+            rec.status == "running" and rec.owner_pid and rec.owner_pid != os.getpid() and rec.owner_host == here
         ) and _alive(rec.owner_pid):
-            raise StoreError(
-                f"session {session_id} is being run by process {rec.owner_pid}; stop it first"
-            )
-        self.update_session(
-            session_id, owner_pid=os.getpid(), owner_host=here, status="running", status_message=""
-        )
+            raise StoreError(f"session {session_id} is being run by process {rec.owner_pid}; stop it first")
+        self.update_session(session_id, owner_pid=os.getpid(), owner_host=here, status="running", status_message="")
 
     # ---- prompts, replies, judgements ------------------------------------------------------------
     def record_prompt(self, session_id: int, round_: int, attempt: int, messages: Sequence[Message]) -> None:

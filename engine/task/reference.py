@@ -45,16 +45,12 @@ class Reference:
         try:
             made = self.module.generate(case.as_dict(), rng)
         except Exception as exc:
-            raise TaskFileError(
-                self.task.reference_file, "generate()", f"raised {exc!r} for {case.label}"
-            ) from exc
+            raise TaskFileError(self.task.reference_file, "generate()", f"raised {exc!r} for {case.label}") from exc
         env = self.task.env(case)
         out: dict[str, np.ndarray] = {}
         for b in self.task.inputs:
             if b.name not in made:
-                raise TaskFileError(
-                    self.task.reference_file, "generate()", f"did not return input {b.name!r}"
-                )
+                raise TaskFileError(self.task.reference_file, "generate()", f"did not return input {b.name!r}")
             arr = np.ascontiguousarray(made[b.name])
             want_shape = b.shape_for(env)
             want_dtype = np.dtype(DTYPES[b.dtype].numpy)
@@ -68,22 +64,16 @@ class Reference:
             out[b.name] = arr
         return out
 
-    def outputs(
-        self, inputs: dict[str, np.ndarray], case: SizeCase, dtype: type = np.float64
-    ) -> dict[str, np.ndarray]:
+    def outputs(self, inputs: dict[str, np.ndarray], case: SizeCase, dtype: type = np.float64) -> dict[str, np.ndarray]:
         try:
             made = self.module.reference(inputs, self.task.params(case), dtype=dtype)
         except Exception as exc:
-            raise TaskFileError(
-                self.task.reference_file, "reference()", f"raised {exc!r} for {case.label}"
-            ) from exc
+            raise TaskFileError(self.task.reference_file, "reference()", f"raised {exc!r} for {case.label}") from exc
         env = self.task.env(case)
         out: dict[str, np.ndarray] = {}
         for b in self.task.outputs:
             if b.name not in made:
-                raise TaskFileError(
-                    self.task.reference_file, "reference()", f"did not return output {b.name!r}"
-                )
+                raise TaskFileError(self.task.reference_file, "reference()", f"did not return output {b.name!r}")
             arr = np.asarray(made[b.name])
             if arr.size != b.count_for(env):
                 raise TaskFileError(
@@ -100,10 +90,7 @@ class Reference:
             return None
         made = self.module.error_scale(inputs, self.task.params(case))
         env = self.task.env(case)
-        return {
-            b.name: np.asarray(made[b.name], dtype=np.float64).reshape(b.shape_for(env))
-            for b in self.task.outputs
-        }
+        return {b.name: np.asarray(made[b.name], dtype=np.float64).reshape(b.shape_for(env)) for b in self.task.outputs}
 
 
 def load_reference(task: Task) -> Reference:
