@@ -119,7 +119,7 @@ def reference(inputs: dict[str, np.ndarray], params: dict[str, int | float],
     return {"y": factor * inputs["x"].astype(dtype)}
 ''')
 
-_BASELINE_CU = Template('''\
+_BASELINE_CU = Template("""\
 // The straightforward kernel a competent programmer writes first: one thread per element.
 // Kernels are extern "C" __global__ with their parameter types spelled out; buffers arrive as
 // pointers (const for inputs), sizes as int, constants with their declared type.
@@ -130,17 +130,17 @@ extern "C" __global__ void ${name}_kernel(const float* x, float* y, float factor
         y[i] = factor * x[i];
     }
 }
-''')
+""")
 
 # Arguments name task buffers, scratch buffers, scalars, or integer expressions of the sizes.
-_BASELINE_JSON = Template('''\
+_BASELINE_JSON = Template("""\
 {
   "launches": [
     {"kernel": "${name}_kernel", "grid": ["cdiv(n, 256)"], "block": [256], "shared_bytes": 0,
      "args": ["x", "y", "factor", "n"]}
   ]
 }
-''')
+""")
 
 
 def check_task_name(name: str) -> None:
