@@ -89,7 +89,10 @@ async def open_session(
     settings: Settings | None = None,
     library: TaskLibrary | None = None,
     store: SessionStore | None = None,
+    environment: JudgeEnvironment | None = None,
 ) -> Session:
+    """Open (or resume) a session. `environment` replaces the compiler pool and GPU worker that would
+    be opened from the options (tests pass one with a fake GPU runner)."""
     settings = settings or Settings()
     bus = bus or EventBus()
     store = store or SessionStore(options.db)
@@ -112,7 +115,7 @@ async def open_session(
     loop_settings.validate()
     factory = make_provider_factory(store, options.host, options.base_url)
     provider = factory(model)
-    env = await open_environment(settings, options.arch, options.compile_only, options.gpu)
+    env = environment or await open_environment(settings, options.arch, options.compile_only, options.gpu)
     try:
         device = f"{env.device.name} ({env.arch})" if env.device else f"compile-only ({env.arch})"
         if options.resume is None:
