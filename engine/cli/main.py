@@ -9,7 +9,7 @@ import argparse
 import sys
 
 from engine import __version__
-from engine.cli import doctor_cmd, eval_cmd, run_cmd, sessions_cmd, tasks_cmd
+from engine.cli import bench_cmd, doctor_cmd, eval_cmd, run_cmd, sessions_cmd, tasks_cmd
 
 DESCRIPTION = """\
 A language model writes CUDA kernels; the GPU proves them right and fast.
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     eval_cmd.register(sub)
     run_cmd.register(sub)
     sessions_cmd.register(sub)
+    bench_cmd.register(sub)
     doctor_cmd.register(sub)
     return parser
 

@@ -62,11 +62,7 @@ def session_report(store: SessionStore, session_id: int) -> dict[str, Any]:
     cands = store.candidates(session_id)
     best = best_judgement(store, session_id)
     rounds = store.rounds(session_id)
-    baseline_us = None
-    for c in cands:
-        if c.judgement and c.judgement.figures and c.judgement.figures.speedup and c.median_us:
-            baseline_us = c.median_us * c.judgement.figures.speedup
-            break
+    baseline_us = next((c.median_us for c in cands if c.label == BASELINE_LABEL), None)
     return {
         "session": s.id,
         "task": s.task,

@@ -131,14 +131,11 @@ class FsrLoop:
 
     async def _initial_state(self) -> LoopState:
         """The baseline judged and timed (the first best), then whatever the store says happened."""
-        baseline = await self.judge.baseline()
-        base_j = await self.judge.validate(baseline)
+        base_j = await self.judge.baseline_judgement()
         if base_j.status not in ("correct", "compiled"):
             raise UserError(f"the baseline of task {self.judge.task.name!r} fails its own validation: {base_j.message}")
-        if not self.judge.compile_only:
-            timing = await self.judge.profile([(baseline, base_j)])
-            base_j = timing.judgements[0]
-        state = LoopState(best=base_j, best_compiled=baseline)
+        self._record(base_j, "profiled" if base_j.timing else "validated", RequestKey(0, 0, 0))
+        state = LoopState(best=base_j, best_compiled=await self.judge.baseline())
         return await self._restore(state)
 
     async def _restore(self, state: LoopState) -> LoopState:

@@ -161,6 +161,19 @@ class Judge:
             self._baseline = compiled
         return self._baseline
 
+    async def baseline_judgement(self) -> Judgement:
+        """The baseline validated and (with a GPU) timed alone: the first 'best' of a session."""
+        baseline = await self.baseline()
+        verdict = await self.validate(baseline)
+        if verdict.status not in ("correct", "compiled") or self.gpu is None:
+            return verdict
+        rt = await self.profile([])
+        if rt.baseline is None:
+            return verdict
+        fig = figures(self.task, rt.baseline, self.peaks, rt.baseline, self.settings.profile.suspect_roofline_share)
+        return dataclasses.replace(verdict, timing=rt.baseline, figures=fig, message=describe_timing(fig),
+                                   device=rt.device)
+
     async def profile(self, entries: Sequence[tuple[Compiled, Judgement]]) -> RoundTiming:
         """Time the baseline and these correct programs interleaved in one session; attach figures.
 

@@ -34,6 +34,8 @@ def labels(db: Path) -> list[tuple[str, str | None, bool]]:
     con = sqlite3.connect(db)
     try:
         rows = con.execute("SELECT label, status, reply IS NOT NULL FROM candidates ORDER BY id").fetchall()
+    except sqlite3.OperationalError:  # the other process has created the file but not the schema yet
+        return []
     finally:
         con.close()
     return [(a, b, bool(c)) for a, b, c in rows]
@@ -52,7 +54,7 @@ def test_sigkill_mid_round_then_resume(tmp_path, llm_server):
     proc = cli("run", "vector_add", "--model", "ollama:loop-model", "-N", "2", "-D", "3", *common, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if db.exists() and any(label == "r2-1" and status for label, status, _ in labels(db)):
+        if db.exists() and any(label.startswith("r2-") and status for label, status, _ in labels(db)):
             break
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
@@ -61,8 +63,11 @@ def test_sigkill_mid_round_then_resume(tmp_path, llm_server):
         raise AssertionError("round 2 never started")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
-    before = labels(db)
-    assert sorted(label for label, _, _ in before) == ["r1-1", "r1-2", "r2-1"], "r2-2 was in flight: not recorded"
+    before = [label for label, _, _ in labels(db)]
+    # Which of the two round-2 requests got the hanging reply depends on arrival order at the server.
+    done_r2 = [label for label in before if label.startswith("r2-")]
+    assert len(done_r2) == 1, f"one round-2 request was in flight at the kill: {before}"
+    assert sorted(before) == sorted(["baseline", "r1-1", "r1-2", *done_r2])
 
     requests_before = len(llm_server.chat_requests)
     llm_server.default = chunked(reply())
@@ -74,10 +79,10 @@ def test_sigkill_mid_round_then_resume(tmp_path, llm_server):
     after = labels(db)
     names = [label for label, _, _ in after]
     assert len(names) == len(set(names)), "a candidate was recorded twice"
-    assert set(names[:3]) == {"r1-1", "r1-2", "r2-1"}, "what was recorded before the kill stays first"
-    assert set(names) == {"r1-1", "r1-2", "r2-1", "r2-2", "r3-1", "r3-2"}
-    assert all(status == "compiled" and has_reply for _, status, has_reply in after)
-    # Only the lost request (r2-2) and round 3 went to the model again; r2-1's reply was kept.
+    assert names[:4] == before, "what was recorded before the kill stays, first"
+    assert set(names) == {"baseline", "r1-1", "r1-2", "r2-1", "r2-2", "r3-1", "r3-2"}
+    assert all(status == "compiled" and (has_reply or label == "baseline") for label, status, has_reply in after)
+    # Only the lost round-2 request and round 3 went to the model again; the other reply was kept.
     assert len(llm_server.chat_requests) - requests_before == 3
     con = sqlite3.connect(db)
     try:

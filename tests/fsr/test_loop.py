@@ -77,6 +77,7 @@ async def test_compile_error_reaches_the_repair_prompt(tmp_path, llm_server):
     assert "line 7" in repair_prompt  # the error's line in the candidate, as NVRTC reports it
     assert "undefined_thing" not in chats[0].messages[-1]["content"]
     assert rec.final_statuses() == {
+        "baseline": "compiled",
         "r1-1": "compile_error",
         "r1-2": "compile_error",
         "r1-fix1-1": "compiled",
@@ -90,7 +91,7 @@ async def test_format_error_is_explained_to_the_model(tmp_path, llm_server):
     _result, rec = await run_session(
         options(tmp_path, "ollama:loop-model", candidates=1, rounds=1, repairs=1), host=llm_server.url
     )
-    first = rec.of(ev.CandidateJudged)[0].judgement
+    first = next(e.judgement for e in rec.of(ev.CandidateJudged) if e.judgement.label == "r1-1")
     assert first.status == "format_error" and "plan" in first.message
     repair = llm_server.chat_requests[1].messages[-1]["content"]
     assert "format error" in repair and first.message in repair
@@ -152,7 +153,7 @@ async def test_a_cut_stream_is_retried_and_the_session_goes_on(tmp_path, llm_ser
     result, rec = await run_session(options(tmp_path, "ollama:loop-model", candidates=1, rounds=1), host=llm_server.url)
     assert result.status == "finished"
     assert rec.of(ev.RequestRetrying)
-    assert rec.final_statuses() == {"r1-1": "compiled"}
+    assert rec.final_statuses() == {"baseline": "compiled", "r1-1": "compiled"}
 
 
 async def test_prompt_carries_task_gpu_reference_and_baseline(tmp_path, llm_server):
@@ -177,8 +178,8 @@ async def test_every_reply_and_judgement_is_recorded_once(tmp_path, llm_server):
     try:
         cands = store.candidates(result.session_id)
         labels = [c.label for c in cands]
-        assert labels == ["r1-1", "r1-2", "r2-1", "r2-2"]
-        assert all(c.reply and c.judgement and c.completion for c in cands)
+        assert labels == ["baseline", "r1-1", "r1-2", "r2-1", "r2-2"]
+        assert all(c.reply and c.judgement and c.completion for c in cands if c.label != "baseline")
         assert store.integrity_ok()
         assert len(store.rounds(result.session_id)) == 2
     finally:
@@ -207,3 +208,32 @@ async def test_bad_loop_settings_are_one_line(tmp_path, n):
 
     with pytest.raises(UserError, match="--candidates"):
         await run_session(options(tmp_path, "ollama:m", candidates=n))
+
+
+async def test_bench_replays_the_latest_session_per_task(tmp_path, llm_server, capsys):
+    from engine.cli.bench_cmd import _bench, markdown
+    from engine.cli.main import parse
+
+    llm_server.default = chunked(reply())
+    first, _ = await run_session(options(tmp_path, "ollama:loop-model", candidates=2, rounds=1), host=llm_server.url)
+    served = len(llm_server.chat_requests)
+    args = parse(
+        [
+            "bench",
+            "--model",
+            "replay:latest",
+            "--tasks",
+            "vector_add",
+            "matmul",
+            "--compile-only",
+            "--db",
+            str(tmp_path / "sessions.db"),
+        ]
+    )
+    rows, device = await _bench(args)
+    assert len(llm_server.chat_requests) == served, "replay asks no model"
+    assert [r["task"] for r in rows] == ["vector_add"], "matmul has no recorded session: skipped"
+    assert rows[0]["model"] == f"replay:{first.session_id}" and rows[0]["correct"] and rows[0]["rounds"] == 1
+    table = markdown(rows, device, "replay:latest")
+    assert "| vector_add |" in table and "compile-only" in table
+    assert "no recorded session of matmul" in capsys.readouterr().err
