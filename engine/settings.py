@@ -84,8 +84,10 @@ class ProfileSettings:
     # A sample taken while the SM clock is under this share of its maximum is discarded
     # (nvbench's rule): it measures the power manager, not the kernel.
     throttle_clock_fraction: float = 0.75
-    # Measured time under this share of the roofline floor is physically impossible: flagged.
-    suspect_roofline_share: float = 1.0
+    # A time under the roofline floor is impossible, but the measured ceilings themselves carry an
+    # error of a few percent (a kernel with a better access pattern than the probes can edge past
+    # them); beyond this share of the floor the figure is flagged as suspect, never celebrated.
+    suspect_roofline_share: float = 1.05
 
 
 @dataclass(frozen=True)

@@ -34,3 +34,51 @@ def reply(kernel: str = GOOD_KERNEL, plan: dict | None = GOOD_PLAN, note: str = 
 
 def chunked(text: str, size: int = 40) -> Reply:
     return Reply.text(*[text[i : i + size] for i in range(0, len(text), size)])
+
+
+TAIL_UNWRITTEN_KERNEL = GOOD_KERNEL.replace("for (int j = i; j < n; ++j) c[j] = a[j] + b[j];", "")
+
+FAST_REDUCTION = """__device__ float block_sum(float acc)
+{
+    __shared__ float warp_sums[32];
+    for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) warp_sums[warp] = acc;
+    __syncthreads();
+    acc = 0.0f;
+    if (warp == 0) {
+        acc = lane < (int)(blockDim.x >> 5) ? warp_sums[lane] : 0.0f;
+        for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
+    }
+    return acc;
+}
+
+extern "C" __global__ void partial_sums(const float* __restrict__ x, float* __restrict__ partial, int n)
+{
+    const float4* x4 = reinterpret_cast<const float4*>(x);
+    int n4 = n / 4;
+    float acc = 0.0f;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += gridDim.x * blockDim.x) {
+        float4 v = x4[i];
+        acc += (v.x + v.y) + (v.z + v.w);
+    }
+    if (blockIdx.x == 0 && threadIdx.x < n - 4 * n4) acc += x[4 * n4 + threadIdx.x];
+    acc = block_sum(acc);
+    if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+}
+
+extern "C" __global__ void final_sum(const float* __restrict__ partial, float* __restrict__ out, int count)
+{
+    float acc = 0.0f;
+    for (int i = threadIdx.x; i < count; i += blockDim.x) acc += partial[i];
+    acc = block_sum(acc);
+    if (threadIdx.x == 0) out[0] = acc;
+}"""
+FAST_REDUCTION_PLAN = {
+    "scratch": [{"name": "partial", "dtype": "float32", "count": "min(cdiv(n, 1024), 1056)"}],
+    "launches": [
+        {"kernel": "partial_sums", "grid": ["min(cdiv(n, 1024), 1056)"], "block": [256], "args": ["x", "partial", "n"]},
+        {"kernel": "final_sum", "grid": [1], "block": [1024], "args": ["partial", "out", "min(cdiv(n, 1024), 1056)"]},
+    ],
+}
+RACY_REDUCTION = FAST_REDUCTION.replace("    __syncthreads();\n    acc = 0.0f;", "    acc = 0.0f;")

@@ -49,14 +49,15 @@ extern "C" __global__ void harness_delay(unsigned long long ns)
     } while (now - start < ns);
 }
 
-// Bandwidth probes with 16-byte accesses. Which access mix reaches the highest DRAM throughput
-// differs by GPU (on an H200 two reads per write beat a plain copy), so the peak is the best of a
-// copy (1 read, 1 write), a triad (2 reads, 1 write) and the flush kernel above (reads only).
+// Bandwidth probes with 16-byte accesses, one vector per thread over a grid that covers the buffer
+// (on an H200 this beats grid-stride loops). Which access mix reaches the highest DRAM throughput
+// differs by GPU, so the peak is the best of a copy (1 read, 1 write), a triad (2 reads, 1 write)
+// and a read-only pass.
 extern "C" __global__ void harness_copy(const float4* __restrict__ src, float4* __restrict__ dst,
                                         unsigned long long n4)
 {
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n4;
-         i += (unsigned long long)gridDim.x * blockDim.x) {
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (i < n4) {
         dst[i] = src[i];
     }
 }
@@ -64,10 +65,19 @@ extern "C" __global__ void harness_copy(const float4* __restrict__ src, float4* 
 extern "C" __global__ void harness_triad(const float4* __restrict__ a, const float4* __restrict__ b,
                                          float4* __restrict__ c, unsigned long long n4)
 {
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n4;
-         i += (unsigned long long)gridDim.x * blockDim.x) {
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (i < n4) {
         float4 x = a[i], y = b[i];
         c[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+    }
+}
+
+extern "C" __global__ void harness_read(const float4* __restrict__ a, unsigned long long n4, float* sink)
+{
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (i < n4) {
+        float4 v = a[i];
+        if (v.x + v.y + v.z + v.w == 123.456f) { *sink = v.x; }  // never true: keeps the load
     }
 }
 
@@ -110,6 +120,7 @@ class Harness:
     fma: Any
     delay: Any
     triad: Any
+    read: Any
     flush_buffer: DeviceBuffer
     sink: DeviceBuffer
     sm_count: int
@@ -133,6 +144,7 @@ class Harness:
             fma=fn("harness_fma"),
             delay=fn("harness_delay"),
             triad=fn("harness_triad"),
+            read=fn("harness_read"),
             flush_buffer=flush_buffer,
             sink=sink,
             sm_count=sm_count,
@@ -154,19 +166,25 @@ class Harness:
     def delay_us(self, us: float) -> None:
         self.ctx.launch(self.delay, (1, 1, 1), (1, 1, 1), 0, pack_params([("uint64", int(us * 1000))]))
 
+    _PROBE_THREADS = 256
+
+    def _probe_grid(self, n4: int) -> tuple[int, int, int]:
+        return (max(1, -(-n4 // self._PROBE_THREADS)), 1, 1)
+
     def copy_launch(self, src: DeviceBuffer, dst: DeviceBuffer) -> None:
         n4 = min(src.nbytes, dst.nbytes) // 16
         params = pack_params([("ptr", src.ptr), ("ptr", dst.ptr), ("uint64", n4)])
-        self.ctx.launch(self.copy, (8 * self.sm_count, 1, 1), (512, 1, 1), 0, params)
+        self.ctx.launch(self.copy, self._probe_grid(n4), (self._PROBE_THREADS, 1, 1), 0, params)
 
     def triad_launch(self, a: DeviceBuffer, b: DeviceBuffer, c: DeviceBuffer) -> None:
         n4 = min(a.nbytes, b.nbytes, c.nbytes) // 16
         params = pack_params([("ptr", a.ptr), ("ptr", b.ptr), ("ptr", c.ptr), ("uint64", n4)])
-        self.ctx.launch(self.triad, (8 * self.sm_count, 1, 1), (512, 1, 1), 0, params)
+        self.ctx.launch(self.triad, self._probe_grid(n4), (self._PROBE_THREADS, 1, 1), 0, params)
 
     def read_launch(self, buf: DeviceBuffer) -> None:
-        params = pack_params([("ptr", buf.ptr), ("uint64", buf.nbytes // 16), ("ptr", self.sink.ptr)])
-        self.ctx.launch(self.flush, (4 * self.sm_count, 1, 1), (512, 1, 1), 0, params)
+        n4 = buf.nbytes // 16
+        params = pack_params([("ptr", buf.ptr), ("uint64", n4), ("ptr", self.sink.ptr)])
+        self.ctx.launch(self.read, self._probe_grid(n4), (self._PROBE_THREADS, 1, 1), 0, params)
 
     def fma_launch(self, iters: int, blocks: int, threads: int) -> None:
         params = pack_params([("ptr", self.sink.ptr), ("int32", iters), ("float32", 0.999999), ("float32", 1e-7)])

@@ -29,7 +29,7 @@ FMA_ITERS = 4096
 FP16_TENSOR_FLOP_PER_SM_CLOCK = {7: 512, 8: 1024, 9: 4096, 10: 8192, 12: 1024}
 FP16_TENSOR_SM80 = 2048  # A100 (sm_80) doubles the other Ampere parts
 # Bump when the measuring method changes, so old cached figures are not reused.
-METHOD_VERSION = 2
+METHOD_VERSION = 3
 
 
 def _cache_file():

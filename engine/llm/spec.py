@@ -1,4 +1,4 @@
-"""`--model SPEC` to a provider: ollama:MODEL, openai:MODEL or replay:SESSION."""
+"""`--model SPEC` to a provider: ollama:MODEL, openai:MODEL, replay:SESSION, or manual (the TUI)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ def parse_model_spec(
     sessions store supplies it); a replay spec without one is a UserError."""
     kind, sep, name = spec.strip().partition(":")
     kind, name = kind.strip().lower(), name.strip()
+    if kind == "manual":  # the person writes each candidate (the TUI supplies the text)
+        from engine.llm.manual_provider import ManualProvider
+
+        return ManualProvider()
     if not sep or not name or kind not in ("ollama", "openai", "replay"):
         raise UserError(f"unknown model spec {spec!r}: {SPEC_HELP}")
     if kind == "ollama":

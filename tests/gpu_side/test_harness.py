@@ -41,6 +41,9 @@ def test_harness_load_and_launch_parameter_counts():
         "flush": (h.flush_l2, (), 3),
         "delay": (h.delay_us, (10.0,), 1),
         "fma": (h.fma_launch, (16, 8, 256), 4),
+        "copy": (h.copy_launch, (mock.MagicMock(ptr=1, nbytes=1 << 20), mock.MagicMock(ptr=2, nbytes=1 << 20)), 3),
+        "triad": (h.triad_launch, tuple(mock.MagicMock(ptr=p, nbytes=1 << 20) for p in (1, 2, 3)), 4),
+        "read": (h.read_launch, (mock.MagicMock(ptr=1, nbytes=1 << 20),), 3),
     }
     for name, (method, args, nparams) in calls.items():
         ctx.launch.reset_mock()
@@ -49,6 +52,8 @@ def test_harness_load_and_launch_parameter_counts():
         values, types = params
         assert len(values) == len(types) == nparams, name
         assert all(g >= 1 for g in grid) and all(b >= 1 for b in block), name
+        if name in ("copy", "triad", "read"):  # one float4 per thread: the grid covers the buffer
+            assert grid[0] * block[0] * 16 >= 1 << 20, name
 
 
 def test_fp16_tensor_rate_from_the_datasheet():

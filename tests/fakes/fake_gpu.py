@@ -1,0 +1,170 @@
+"""A fake GPU runner for UI tests and benchmarks: scripted validation and profiling reports keyed by
+markers in the candidates' kernel names, with no CUDA driver.
+
+The real compiler still compiles every candidate (NVRTC needs no GPU); only the GPU worker is
+replaced. A kernel named `vadd_wrong` validates as wrong with a mismatch table, `vadd_crash` as
+crashed, `vadd_hang` as timed out; `vadd_us40` times at 40 us (the baseline at 100 us, any other
+correct kernel at 50 us). Inject it with `fake_environment()` into `open_session(environment=...)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass, field
+
+from engine.compile.pool import CompilerPool
+from engine.gpu.protocol import (
+    CaseReport,
+    DeviceInfo,
+    Fault,
+    LaunchResources,
+    Peaks,
+    ProfileReport,
+    ProgramRef,
+    Timing,
+    ValidationReport,
+)
+from engine.judge.compare import Mismatch
+from engine.judge.environment import JudgeEnvironment
+from engine.settings import Settings
+from engine.task.model import Task
+
+BASELINE_US = 100.0
+DEFAULT_US = 50.0
+_US_MARKER = re.compile(r"_us(\d+)")
+
+FAKE_DEVICE = DeviceInfo(
+    index=0,
+    name="Fake H100",
+    uuid="GPU-fake-0000",
+    pci_bus_id="00000000:00:00.0",
+    arch="sm_90",
+    compute_capability=(9, 0),
+    sm_count=132,
+    warp_size=32,
+    max_threads_per_block=1024,
+    max_block_dims=(1024, 1024, 64),
+    max_grid_dims=(2**31 - 1, 65535, 65535),
+    shared_per_block=48 * 1024,
+    shared_per_block_optin=227 * 1024,
+    shared_per_sm=228 * 1024,
+    registers_per_block=65536,
+    registers_per_sm=65536,
+    max_threads_per_sm=2048,
+    max_blocks_per_sm=32,
+    l2_bytes=50 * 1024 * 1024,
+    memory_bytes=80 * 1024**3,
+    sm_clock_mhz=1980,
+    memory_clock_mhz=2619,
+    memory_bus_bits=5120,
+    driver_version="13.0",
+    nvrtc_version="13.0",
+)
+# 3 TB/s: vector_add's 403 MB floor is then 134 us, so the fake's 50-100 us timings show as
+# "suspect" (above the roofline) unless a test wants that; UI tests use FAKE_PEAKS_SLOW.
+FAKE_PEAKS = Peaks("GPU-fake-0000", 3.0e12, 60e12, 900e12, "fake peaks", "2026-01-01T00:00:00Z")
+# 20 TB/s: every fake timing is well under the roofline (20 us floor for vector_add).
+FAKE_PEAKS_SLOW = Peaks("GPU-fake-0000", 20.0e12, 400e12, 4000e12, "fake peaks", "2026-01-01T00:00:00Z")
+
+
+def kernel_names(program: ProgramRef) -> str:
+    return " ".join(launch.kernel for launch in program.plan.launches)
+
+
+@dataclass
+class FakeGpu:
+    """The GpuWorker interface (validate, profile, peaks, close) with scripted answers."""
+
+    delay_s: float = 0.0  # time each job takes (benchmarks simulate a busy GPU with it)
+    baseline_us: float = BASELINE_US
+    peaks_value: Peaks = FAKE_PEAKS_SLOW
+    validated: list[str] = field(default_factory=list)  # labels, in order
+    profiled: list[tuple[str, ...]] = field(default_factory=list)
+    info: DeviceInfo = FAKE_DEVICE
+    restarts: int = 0
+
+    async def start(self) -> DeviceInfo:
+        return self.info
+
+    async def validate(self, task: Task, program: ProgramRef) -> ValidationReport:
+        self.validated.append(program.label)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        names = kernel_names(program)
+        cases = [f"{c.label} seed {s}" for c in task.validation for s in range(c.seeds)]
+        resources = tuple(_resources(i, launch.kernel) for i, launch in enumerate(program.plan.launches))
+        if "crash" in names:
+            fault = Fault("crashed", "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access", cases[0])
+            return ValidationReport(
+                "crashed", f"crashed in {cases[0]}: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access)", fault=fault
+            )
+        if "hang" in names:
+            fault = Fault("timed_out", "LAUNCH_TIMEOUT", "the kernel ran past the 2 s launch limit", cases[0])
+            return ValidationReport("timed_out", f"timed out in {cases[0]}: ran past the 2 s launch limit", fault=fault)
+        if "wrong" in names:
+            return _wrong_report(cases, resources)
+        reports = tuple(CaseReport(c, True, 1000, 0, 0, 0.1) for c in cases)
+        return ValidationReport("correct", f"correct in all {len(cases)} cases", reports, resources=resources)
+
+    async def profile(self, task: Task, programs: list[ProgramRef]) -> ProfileReport:
+        self.profiled.append(tuple(p.label for p in programs))
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        timings = tuple(self._timing(p) for p in programs)
+        return ProfileReport(self.info.name, task.timing.label, timings)
+
+    def _timing(self, program: ProgramRef) -> Timing:
+        if program.label == "baseline":
+            median = self.baseline_us
+        else:
+            found = _US_MARKER.search(kernel_names(program))
+            median = float(found.group(1)) if found else DEFAULT_US
+        spread = median * 0.01
+        return Timing(
+            label=program.label,
+            median_us=median,
+            q1_us=median - spread,
+            q3_us=median + spread,
+            min_us=median - 2 * spread,
+            samples=50,
+            discarded=0,
+            mode="events",
+            replays=1,
+            sm_clock_mhz=1980.0,
+        )
+
+    async def peaks(self, force: bool = False) -> Peaks:
+        return self.peaks_value
+
+    async def close(self) -> None:
+        return None
+
+
+def _resources(i: int, kernel: str) -> LaunchResources:
+    return LaunchResources(i, kernel, (1024, 1, 1), (256, 1, 1), 0, 16, 0, 0, 0, 1024, 8, 1.0)
+
+
+def _wrong_report(cases: list[str], resources: tuple[LaunchResources, ...]) -> ValidationReport:
+    case = cases[2] if len(cases) > 2 else cases[-1]
+    mismatches = tuple(
+        Mismatch("c", (997 + k,), 1.5 + k, 0.0, 1.5 + k, 1.0, case) for k in range(3)
+    )
+    reports = tuple(
+        CaseReport(c, c != case, 1000, 3 if c == case else 0, 0, 0.1 if c != case else 1e6) for c in cases
+    )
+    return ValidationReport(
+        "wrong",
+        f"wrong in 1 of {len(cases)} cases; first: {case}: 3 elements wrong",
+        reports,
+        mismatches,
+        ("the last 3 elements are wrong",),
+        resources=resources,
+    )
+
+
+def fake_environment(gpu: FakeGpu | None = None, workers: int = 1) -> JudgeEnvironment:
+    """A judge environment with the real compiler and the fake GPU (close it with `await env.close()`)."""
+    gpu = gpu or FakeGpu()
+    compiler = CompilerPool(Settings().compile, workers=workers)
+    return JudgeEnvironment(compiler, gpu, gpu.info, gpu.peaks_value, "sm_90", None)  # type: ignore[arg-type]
