@@ -124,6 +124,11 @@ class GpuWorker:
         except TimeoutError:
             proc.kill()
             await proc.wait()
+        # Close the pipes' transport while the loop still runs; left to the garbage collector it
+        # complains "Event loop is closed" after asyncio.run() returns.
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:
+            transport.close()
 
     async def _kill(self) -> None:
         if self._proc is not None and self._proc.returncode is None:
