@@ -24,6 +24,10 @@ NO_HEADERS_MESSAGE = "no CUDA headers found: install nvidia-cuda-nvrtc>=13.3 or 
 BUNDLED_HEADERS_SINCE = (13, 3)
 # A folder counts as CUDA headers only if it has this; an empty `include/` proves nothing.
 _MARKER = "cuda_fp16.h"
+# What the allow list needs. A CUDA runtime wheel's include folder has cuda_fp16.h but not CCCL or
+# crt/mma.h (cuda-pathfinder points at one on the GPU image), so such a folder is used only when
+# nothing complete is found.
+_COMPLETE = ("cuda_fp16.h", "cooperative_groups.h", "crt/mma.h", "cuda/std/cstdint", "nv/target")
 
 
 @dataclass(frozen=True)
@@ -98,11 +102,24 @@ def toolkit_include_candidates() -> Iterator[tuple[Path, str]]:
         yield sp / "nvidia" / "cuda_runtime" / "include", "nvidia-cuda-runtime wheel"
 
 
+def missing_headers(dirs: tuple[Path, ...]) -> tuple[str, ...]:
+    """Which of the headers the allow list needs none of `dirs` holds."""
+    return tuple(name for name in _COMPLETE if not any((d / name).is_file() for d in dirs))
+
+
 def find_toolkit_headers() -> HeaderDirs | None:
+    """The first complete include folder; failing that, the first with any CUDA headers."""
+    partial: HeaderDirs | None = None
     for include, how in toolkit_include_candidates():
-        if (include / _MARKER).is_file():
-            return HeaderDirs(_with_cccl(include), f"CUDA toolkit headers at {include} ({how})")
-    return None
+        if not (include / _MARKER).is_file():
+            continue
+        dirs = _with_cccl(include)
+        missing = missing_headers(dirs)
+        if not missing:
+            return HeaderDirs(dirs, f"CUDA toolkit headers at {include} ({how})")
+        if partial is None:
+            partial = HeaderDirs(dirs, f"CUDA headers at {include} ({how}), without {', '.join(missing)}")
+    return partial
 
 
 @functools.cache

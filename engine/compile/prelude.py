@@ -27,9 +27,8 @@ typedef long long intptr_t;
 typedef unsigned long long uintptr_t;
 """
 
-# <math.h>, <float.h> and <limits.h> values. Each is guarded, yet libcu++ defines the same names
-# unguarded (<cuda/std/climits>, <cfloat>, <cmath>), which would print "incompatible redefinition"
-# warnings, so these are left out when the candidate includes a header that pulls libcu++ in.
+# <math.h>, <float.h> and <limits.h> values, each guarded. libcu++ defines the same names
+# unguarded (<cuda/std/climits>, <cfloat>, <cmath>); its definitions then replace these.
 _MACROS = {
     "INFINITY": "__int_as_float(0x7f800000)",  # CUDART_INF_F: NVRTC has no constexpr inf
     "NAN": "__int_as_float(0x7fffffff)",  # CUDART_NAN_F
@@ -76,7 +75,11 @@ def pulls_libcudacxx(headers: tuple[str, ...]) -> bool:
 def prelude_for(headers: tuple[str, ...]) -> str:
     """The prelude for a candidate that includes `headers`, ending with the `#line` that makes
     the candidate's first line line 1 again."""
-    macros = "" if pulls_libcudacxx(headers) else _MACRO_TEXT
+    # libcu++ headers redefine some of these unguarded, and which ones depends on the version
+    # (13.5's <cooperative_groups.h> pulls <cuda/std/cfloat> in, 13.0's does not), so the macros
+    # are always defined and the redefinition warning is silenced when libcu++ comes along.
+    quiet = "#pragma nv_diag_suppress 47\n" if pulls_libcudacxx(headers) else ""
+    macros = quiet + _MACRO_TEXT
     # Named lines of its own, so a note that points into the prelude is not read as the
     # candidate's line 8.
     return f'#line 1 "{PRELUDE_FILE}"\n{_TYPES}{macros}#line 1 "{CANDIDATE_FILE}"\n'

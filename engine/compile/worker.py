@@ -50,6 +50,7 @@ def child_main(conn: Connection, settings: CompileSettings, parent_pid: int, war
         from engine.compile import nvrtc
 
         info = nvrtc.warm_up() if warm else {"nvrtc_version": nvrtc.nvrtc_version()}
+        info["memory_limit_bytes"] = resource.getrlimit(resource.RLIMIT_AS)[0]
     except BaseException as exc:  # anything that stops NVRTC loading is the parent's to report
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
         return
@@ -168,9 +169,12 @@ class CompilerProcess:
         except (EOFError, OSError):
             self.healthy = False
             elapsed = time.perf_counter() - started
+            # NVVM aborts ("LLVM ERROR: out of memory") where the front end would report it.
+            limit = self.settings.memory_limit_bytes / 1024**3
             return _crashed_result(
                 arch,
-                f"the compiler process died while compiling this source ({self._death()})",
+                f"the compiler process died while compiling this source ({self._death()}); "
+                f"out of memory? (limit {limit:g} GiB)",
                 elapsed,
                 self.version,
             )

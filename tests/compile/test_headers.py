@@ -22,11 +22,14 @@ def no_pathfinder(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pathfinder, "find_nvidia_header_directory", lambda name: None)
 
 
-def _fake_toolkit(root: Path, *, with_headers: bool = True) -> Path:
+def _fake_toolkit(root: Path, *, headers: tuple[str, ...] = header_search._COMPLETE) -> Path:
+    """A CUDA 13 style include folder holding empty `headers` (CCCL's under include/cccl)."""
     include = root / "include"
     (include / "cccl").mkdir(parents=True)
-    if with_headers:
-        (include / "cuda_fp16.h").write_text("// fake\n")
+    for name in headers:
+        path = include / ("cccl/" + name if name.startswith(("cuda/", "nv/")) else name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("// fake\n")
     return include
 
 
@@ -66,18 +69,23 @@ def test_toolkit_headers_from_cuda_home(tmp_path: Path, monkeypatch: pytest.Monk
     assert "CUDA_HOME" in found.origin
 
 
-def test_a_folder_without_cuda_fp16_is_passed_over(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_pathfinder: None
+def test_empty_and_partial_folders_are_passed_over_for_a_complete_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    empty = _fake_toolkit(tmp_path / "empty", with_headers=False)
-    real = _fake_toolkit(tmp_path / "real")
-    monkeypatch.setattr(
-        header_search,
-        "toolkit_include_candidates",
-        lambda: iter([(empty, "first"), (real, "second")]),
-    )
+    empty = _fake_toolkit(tmp_path / "empty", headers=())
+    # What cuda-pathfinder finds on the GPU image: a runtime wheel's folder, no CCCL, no crt/.
+    partial = _fake_toolkit(tmp_path / "wheel", headers=("cuda_fp16.h", "cooperative_groups.h"))
+    complete = _fake_toolkit(tmp_path / "toolkit")
+    places = [(empty, "empty"), (partial, "wheel"), (complete, "toolkit")]
+    monkeypatch.setattr(header_search, "toolkit_include_candidates", lambda: iter(places))
     found = header_search.find_toolkit_headers()
-    assert found is not None and found.dirs[0] == real
+    assert found is not None and found.dirs == (complete, complete / "cccl")
+    assert header_search.missing_headers(found.dirs) == ()
+
+    monkeypatch.setattr(header_search, "toolkit_include_candidates", lambda: iter(places[:2]))
+    fallback = header_search.find_toolkit_headers()  # better than none: cuda_fp16.h works
+    assert fallback is not None and fallback.dirs[0] == partial
+    assert "without crt/mma.h, cuda/std/cstdint, nv/target" in fallback.origin
 
 
 def test_the_places_searched_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_pathfinder: None) -> None:

@@ -171,12 +171,14 @@ def test_the_prelude_can_be_switched_off() -> None:
 
 
 def test_no_host_path_in_log_or_ptx() -> None:
-    # The candidate's own INT_MAX makes <cuda/std/climits> warn from inside the header.
-    source = "#define INT_MAX 5\n#include <cuda/std/climits>\n" + K
+    # With its warning switched back on, <cuda/std/climits> redefining the prelude's INT_MAX warns
+    # from inside the header.
+    source = "#pragma nv_diag_default 47\n#include <cuda/std/climits>\n" + K
     result = compile_in_process(source, "sm_90")
-    (warning,) = result.warnings
+    assert result.ok
+    warning = next(d for d in result.warnings if "INT_MAX" in d.message)
     assert warning.file == "cuda/std/climits" and warning.line is None
-    assert "declared at line 1 of candidate.cu" in warning.message
+    assert "cuda-llm-prelude.h" in warning.message
     text = _everything(result)
     assert str(user_cache_dir()) not in text
     assert "/dev/null" not in text

@@ -102,6 +102,19 @@ async def test_the_memory_cap_stops_a_memory_bomb() -> None:
         assert (await pool.compile(kernels.TRIVIAL, "sm_90")).ok
 
 
+async def _child_memory_limit(pool: CompilerPool) -> int:
+    """What the child process reports as its RLIMIT_AS."""
+    (process,) = pool._processes
+    return (await asyncio.to_thread(process.wait_ready, 60))["memory_limit_bytes"]
+
+
+@in_module_loop
+async def test_the_memory_cap_is_the_setting() -> None:
+    capped = dataclasses.replace(CompileSettings(), memory_limit_bytes=3 * 1024**3)
+    async with CompilerPool(capped, workers=1) as pool:
+        assert await _child_memory_limit(pool) == 3 * 1024**3
+
+
 @in_module_loop
 async def test_refusals_start_no_process() -> None:
     pool = CompilerPool(CompileSettings(), workers=1)
