@@ -8,6 +8,9 @@ from collections.abc import Iterator
 import pytest
 from llm_servers import LoopbackLLMServer, closed_port_url
 
+# Fault rows for docs/reliability.md: the `fault` marker and the `observed` fixture.
+pytest_plugins = ["faultlog"]
+
 
 @pytest.fixture
 def llm_server() -> Iterator[LoopbackLLMServer]:

@@ -36,6 +36,11 @@ if TYPE_CHECKING:  # the pool and the worker are passed in; importing them here 
     from engine.gpu.client import GpuWorker
 
 
+# A profiling session interrupted by something no candidate did (the worker was killed, the GPU
+# was reset under us) is run again this many times before the round goes on without timings.
+PROFILE_RETRIES = 2
+
+
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
 
@@ -171,19 +176,22 @@ class Judge:
         if rt.baseline is None:
             return verdict
         fig = figures(self.task, rt.baseline, self.peaks, rt.baseline, self.settings.profile.suspect_roofline_share)
-        return dataclasses.replace(verdict, timing=rt.baseline, figures=fig, message=describe_timing(fig),
-                                   device=rt.device)
+        return dataclasses.replace(
+            verdict, timing=rt.baseline, figures=fig, message=describe_timing(fig), device=rt.device
+        )
 
     async def profile(self, entries: Sequence[tuple[Compiled, Judgement]]) -> RoundTiming:
         """Time the baseline and these correct programs interleaved in one session; attach figures.
 
         A program that crashes the worker while being timed is marked crashed and the rest are timed
-        again without it."""
+        again without it. An interruption no program caused (the worker was killed, the machine
+        hiccuped) is retried; if it persists, the programs keep their verdicts without a timing."""
         assert self.gpu is not None
         baseline = await self.baseline()
         pending = {c.candidate.label: (c, j) for c, j in entries}
         crashed: dict[str, Judgement] = {}
         notes: list[str] = []
+        interruptions = 0
         while True:
             programs = [baseline.program()] + [c.program() for c, _ in pending.values()]
             outcome = await self.gpu.profile(self.task, programs)
@@ -191,7 +199,17 @@ class Judge:
                 break
             culprit = outcome.fault.case
             if culprit is None or culprit not in pending:
-                raise RuntimeError(f"profiling failed: {outcome.fault.message}")
+                interruptions += 1
+                notes.append(f"timing was interrupted ({outcome.fault.message}); timed again")
+                if interruptions <= PROFILE_RETRIES:
+                    continue
+                untimed = tuple(
+                    dataclasses.replace(j, warnings=(*j.warnings, f"could not be timed: {outcome.fault.message}"))
+                    for _c, j in pending.values()
+                )
+                return RoundTiming(
+                    self.device.name if self.device else "?", None, untimed + tuple(crashed.values()), tuple(notes)
+                )
             _c, j = pending.pop(culprit)
             crashed[culprit] = dataclasses.replace(
                 j,

@@ -1,0 +1,127 @@
+"""The GPU half of the fault-injection suite: hostile kernels and benchmark cheats, each judged for
+the right reason with the next good candidate judged normally afterwards; the GPU worker killed
+mid-profile; and every case run again through one recorded FSR session whose database must hold
+each candidate exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import signal
+
+import pytest
+from llm_servers import Reply
+
+from engine.fsr.control import Controller
+from engine.fsr.session import SessionOptions, open_session
+from engine.fsr.settings import LoopSettings
+from engine.store.sessions import SessionStore
+from faults.hostile import CASES, PLAN, Hostile
+
+pytestmark = pytest.mark.gpu
+
+
+def check(case: Hostile, j) -> str:
+    assert j.status == case.expect, f"{case.name}: {j.status}: {j.message}"
+    if case.error:
+        assert j.validation.fault.error == case.error, j.validation.fault
+    if case.expect == "crashed":
+        assert j.validation.fault.kind == "crashed" and "crashed" in j.message
+    return f"{j.status}: {j.message}" + (f"; notes: {'; '.join(j.warnings)}" if j.warnings else "")
+
+
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, id=c.name, marks=pytest.mark.fault(c.group, c.name, c.expected_text)) for c in CASES]
+)
+def test_hostile_candidate(gpu, case, observed, fault_device):
+    fault_device(gpu.env.device.name)
+    j = gpu.judge("vector_add", case.source, case.plan or PLAN)
+    seen = check(case, j)
+    if case.name == "register-spilling kernel":
+        assert any("spills registers" in w for w in j.warnings), j.warnings
+    if case.name == "printf a million times":
+        assert any("printed" in w for w in j.warnings), j.warnings
+    if case.name.startswith("caching results"):
+        assert any("__device__ global" in w for w in j.warnings), j.warnings
+    good = gpu.judge("vector_add")
+    assert good.status == "correct", f"after {case.name}: {good.message}"
+    observed(seen + "; next candidate: correct")
+
+
+@pytest.mark.fault(
+    "process and machine", "SIGKILL of the GPU worker mid-profile", "timing redone on a fresh worker; the round goes on"
+)
+def test_worker_killed_mid_profile(gpu, observed):
+    task = gpu.task("matmul")
+    judge = gpu.env.judge(task, gpu.settings)
+    worker = gpu.env.gpu
+
+    async def go():
+        from engine.judge.judgement import Candidate
+
+        compiled = await judge.compile(Candidate("cand", task.baseline_source, task.baseline_plan))
+        verdict = await judge.validate(compiled)
+        timing = asyncio.ensure_future(judge.profile([(compiled, verdict)]))
+        await asyncio.sleep(1.5)  # the matmul baseline takes milliseconds a sample: mid-profile
+        os.kill(worker._proc.pid, signal.SIGKILL)
+        return await timing, worker.restarts
+
+    before = worker.restarts
+    rt, restarts = gpu.run(go())
+    assert restarts > before, "the worker was started again"
+    assert any("interrupted" in n for n in rt.notes), rt.notes
+    j = rt.judgements[0]
+    assert j.status == "correct" and j.timing is not None and rt.baseline is not None
+    observed(f"timing interrupted ({rt.notes[0]}); redone: {j.message}")
+
+
+@pytest.mark.fault(
+    "process and machine",
+    "the whole GPU suite in one recorded session",
+    "every candidate recorded exactly once; PRAGMA integrity_check ok",
+)
+def test_every_case_in_one_session(gpu, llm_server, tmp_path, observed):
+    replies = [c for c in CASES if c.plan is None]  # the plan is the model's; these share the default
+    by_seed = {}
+
+    def reply_for(request):
+        seed = request.body.get("options", {}).get("seed", 0) - 7919  # round 1, attempt 0: seed 7919 + slot
+        case = replies[seed]
+        by_seed[seed] = case
+        return Reply.text(f"{case.name}\n\n```cuda\n{case.source}\n```\n\n```json\n{json.dumps(PLAN)}\n```\n")
+
+    llm_server.default = reply_for
+    settings = LoopSettings(candidates=len(replies), rounds=1, repairs=0, patience=None, target_roofline=None)
+    settings = dataclasses.replace(settings, generate=dataclasses.replace(settings.generate, seed=0))
+    db = tmp_path / "faults.db"
+    opts = SessionOptions(task="vector_add", model="ollama:loop-model", loop=settings, db=str(db), host=llm_server.url)
+
+    async def go():
+        session = await open_session(opts, Controller(stop_when_paused=True), environment=gpu.env)
+        try:
+            return await session.run()
+        finally:
+            await session.provider.close()
+            session.store.close()
+
+    result = gpu.run(go())
+    assert result.status == "finished", result.reason
+    store = SessionStore(db)
+    try:
+        cands = store.candidates(result.session_id)
+        labels = [c.label for c in cands]
+        assert len(labels) == len(set(labels)) == len(replies) + 1  # the baseline too
+        for c in cands:
+            if c.label == "baseline":
+                continue
+            case = replies[c.slot]
+            assert c.status in (case.expect, "suspect" if case.expect == "correct" else case.expect), (
+                c.label,
+                c.message,
+            )
+        assert store.integrity_ok()
+    finally:
+        store.close()
+    observed(f"{len(labels)} candidates, each recorded once; integrity_check ok; statuses as expected")
