@@ -229,13 +229,15 @@ def _uses(function: _Function, names: set[str]) -> tuple[set[str], set[str]]:
 
 
 def device_globals(ptx: str) -> tuple[tuple[DeviceGlobal, ...], dict[str, tuple[str, ...]]]:
-    """Module-scope `__device__` variables that some function uses (printf's format strings,
-    `$str`, and the headers' unused constants left out) and, per kernel, the ones it writes."""
+    """Module-scope `__device__` variables that some function uses (printf's and assert's strings,
+    and the headers' unused constants left out) and, per kernel, the ones it writes."""
     text = _strip_comments(ptx)
     declared: dict[str, int] = {}
     for m in _GLOBAL_DECL.finditer(text):
         name = m.group("name")
-        if name.startswith("$str"):
+        # Compiler-made constants: printf's format strings ($str) and the strings assert() hands to
+        # __assertfail (__unnamed_N; names with a double underscore are the implementation's).
+        if name.startswith(("$str", "__unnamed_")):
             continue
         declared[name] = _decl_bytes(m.group("decl") + (m.group("array") or ""))
     if not declared:
