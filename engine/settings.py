@@ -24,10 +24,11 @@ class CompileSettings:
     # Parallel compiles: NVRTC is single-threaded, so one process per core keeps a round fast;
     # four covers a round of four candidates.
     max_workers: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
-    # Address-space cap of a compiler process (RLIMIT_AS). The heaviest allowed headers
-    # (cooperative_groups + cub + cuda/barrier) peak at 0.6 GiB; a template or macro bomb grows
-    # without bound, and with this cap NVRTC stops with "out of memory" instead of taking the
-    # machine down. Four workers at the cap still fit a workstation.
+    # Memory cap of a compiler process (RLIMIT_DATA; engine/compile/worker.py says why not
+    # RLIMIT_AS). The heaviest allowed headers (cooperative_groups + cuda/barrier) peak at
+    # 0.6 GiB; a template or macro bomb grows without bound, and with this cap NVRTC stops with
+    # "out of memory" instead of taking the machine down. Four workers at the cap still fit a
+    # workstation.
     memory_limit_bytes: int = 4 * 1024**3
     # Starting a compiler process imports cuda-bindings and, the first time on a machine,
     # extracts NVRTC's bundled headers (20 MB): seconds, rarely more.

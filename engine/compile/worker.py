@@ -25,11 +25,15 @@ _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def _limit_resources(settings: CompileSettings, parent_pid: int) -> None:
-    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    # RLIMIT_DATA (private writable memory, mmap included since Linux 4.7), not RLIMIT_AS: NVRTC
+    # reserves address space by the core count, and an RLIMIT_AS of 4 or 8 GiB made every compile
+    # three times slower on a 16-core H200 host (vector_add: 24 ms instead of 8), while
+    # RLIMIT_DATA costs nothing and stops the same memory bomb.
+    _soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
     cap = settings.memory_limit_bytes
     if hard != resource.RLIM_INFINITY:
         cap = min(cap, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
     # NVRTC aborting under the cap must not leave gigabytes of core files behind.
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -50,7 +54,7 @@ def child_main(conn: Connection, settings: CompileSettings, parent_pid: int, war
         from engine.compile import nvrtc
 
         info = nvrtc.warm_up() if warm else {"nvrtc_version": nvrtc.nvrtc_version()}
-        info["memory_limit_bytes"] = resource.getrlimit(resource.RLIMIT_AS)[0]
+        info["memory_limit_bytes"] = resource.getrlimit(resource.RLIMIT_DATA)[0]
     except BaseException as exc:  # anything that stops NVRTC loading is the parent's to report
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
         return

@@ -103,7 +103,7 @@ async def test_the_memory_cap_stops_a_memory_bomb() -> None:
 
 
 async def _child_memory_limit(pool: CompilerPool) -> int:
-    """What the child process reports as its RLIMIT_AS."""
+    """What the child process reports as its memory limit (RLIMIT_DATA)."""
     (process,) = pool._processes
     return (await asyncio.to_thread(process.wait_ready, 60))["memory_limit_bytes"]
 
