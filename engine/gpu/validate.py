@@ -125,7 +125,10 @@ def run_case(
                 scale,
                 settings.mismatches_reported,
             )
-            if first.passed:
+            # A second run bit-identical to the first needs no second comparison (the common case,
+            # and at the timing size that comparison is most of the validator's host time).
+            identical = np.array_equal(runs[0][b.name].view(np.uint8), runs[1][b.name].view(np.uint8))
+            if first.passed and not identical:
                 second = compare_output(
                     b.name,
                     ref.expected[b.name],

@@ -6,6 +6,8 @@ Pure NumPy; runs in the GPU worker and in CPU tests alike.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -136,6 +138,68 @@ def axis_names_for(ndim: int) -> tuple[str, ...]:
     )
 
 
+@dataclass(frozen=True)
+class _ChunkResult:
+    wrong: int
+    unwritten: int
+    worst: float  # largest finite error / bound among written elements
+    inf_written: bool  # a written element is infinitely far off (inf, NaN, or any error on a zero bound)
+    first_wrong: np.ndarray  # flat indices of the chunk's first wrong elements
+
+
+def _scan(
+    exp: np.ndarray,
+    got: np.ndarray,
+    tol: Tolerance,
+    scale: np.ndarray | None,
+    rms: float,
+    start: int,
+    stop: int,
+    keep: int,
+) -> _ChunkResult:
+    """One contiguous slice of the flat arrays: counts, worst ratio and the first wrong indices."""
+    e = exp[start:stop]
+    g = got[start:stop]
+    unwritten = _poisoned(g)
+    with np.errstate(invalid="ignore", over="ignore"):  # sNaN poison raises "invalid" when widened
+        err = g.astype(np.float64)
+        err -= e
+        np.abs(err, out=err)
+        if tol.scale == "exact":
+            ok = err == 0.0
+            ratio = np.where(ok, 0.0, np.inf)
+        else:
+            if tol.scale == "abs":
+                bound = np.abs(e)
+            elif tol.scale == "rms":
+                bound = np.full(e.shape, rms)
+            else:
+                if scale is None:
+                    raise ValueError("tolerance scale 'custom' needs the reference's error_scale()")
+                bound = np.array(scale[start:stop], dtype=np.float64)
+            bound *= tol.rtol
+            bound += tol.atol
+            ok = err <= bound  # NaN and inf compare False: they never pass
+            ratio = np.divide(err, bound, out=np.where(err > 0, np.inf, 0.0), where=bound > 0)
+    ok &= ~unwritten
+    wrong = int(ok.size - np.count_nonzero(ok))
+    written_ratio = ratio[~unwritten] if wrong else ratio
+    finite = np.isfinite(written_ratio)
+    worst = float(written_ratio[finite].max()) if finite.any() else 0.0
+    return _ChunkResult(
+        wrong=wrong,
+        unwritten=int(np.count_nonzero(unwritten)),
+        worst=worst,
+        inf_written=bool(not finite.all()),
+        first_wrong=(np.flatnonzero(~ok)[:keep] + start) if wrong else np.empty(0, dtype=np.int64),
+    )
+
+
+# Elements per slice when comparing in parallel: large enough to amortise the thread hand-off,
+# small enough that the temporaries stay in a core's cache-friendly range and every core gets work.
+CHUNK_ELEMENTS = 1 << 21
+
+
 def compare_output(
     name: str,
     expected: np.ndarray,
@@ -144,44 +208,51 @@ def compare_output(
     scale: np.ndarray | None = None,
     max_mismatches: int = 8,
 ) -> OutputComparison:
-    """Check every element of `got` against `expected` under `tol`."""
+    """Check every element of `got` against `expected` under `tol`.
+
+    Large outputs are compared in slices on a thread pool (NumPy releases the GIL), so a
+    33-million-element output takes a fraction of a second on a workstation."""
     got = np.asarray(got).reshape(expected.shape)
-    unwritten = _poisoned(got)
-    exp64 = np.asarray(expected, dtype=np.float64)
-    with np.errstate(invalid="ignore"):  # signalling-NaN poison raises "invalid" when widened
-        got64 = got.astype(np.float64)
-    if tol.scale == "exact":
-        same = got64 == exp64
-        err = np.where(same, 0.0, np.abs(got64 - exp64))
-        ok = same & ~unwritten
-        ratio = np.where(ok, 0.0, np.inf)
+    exp64 = np.ascontiguousarray(expected, dtype=np.float64).reshape(-1)
+    flat_got = np.ascontiguousarray(got).reshape(-1)
+    flat_scale = None if scale is None else np.asarray(scale).reshape(-1)
+    rms = float(np.sqrt(np.dot(exp64, exp64) / exp64.size)) if tol.scale == "rms" and exp64.size else 0.0
+    bounds = [(i, min(i + CHUNK_ELEMENTS, exp64.size)) for i in range(0, exp64.size, CHUNK_ELEMENTS)] or [(0, 0)]
+    if len(bounds) > 1:
+        with ThreadPoolExecutor(max_workers=min(len(bounds), os.cpu_count() or 1)) as pool:
+            parts = list(
+                pool.map(lambda b: _scan(exp64, flat_got, tol, flat_scale, rms, b[0], b[1], max_mismatches), bounds)
+            )
     else:
-        bound = allowed_error(exp64, tol, scale)
-        with np.errstate(invalid="ignore", over="ignore"):
-            err = np.abs(got64 - exp64)
-            ok = (err <= bound) & ~unwritten  # NaN and inf compare False: never pass
-            ratio = np.where(bound > 0, err / np.where(bound > 0, bound, 1.0), np.where(err > 0, np.inf, 0.0))
-    wrong = ~ok
-    nwrong = int(wrong.sum())
+        parts = [_scan(exp64, flat_got, tol, flat_scale, rms, 0, exp64.size, max_mismatches)]
+    nwrong = sum(p.wrong for p in parts)
+    worst = max((p.worst for p in parts), default=0.0)
+    if nwrong and any(p.inf_written for p in parts):
+        worst = float("inf")
     mismatches: list[Mismatch] = []
+    pattern = None
     if nwrong:
-        for flat in np.flatnonzero(wrong.reshape(-1))[:max_mismatches]:
-            idx = tuple(int(i) for i in np.unravel_index(flat, expected.shape))
-            e = float(exp64.reshape(-1)[flat])
-            g = float(got64.reshape(-1)[flat])
+        firsts = np.concatenate([p.first_wrong for p in parts])[:max_mismatches]
+        for flat in firsts:
+            idx = tuple(int(i) for i in np.unravel_index(int(flat), expected.shape))
+            e = float(exp64[flat])
+            with np.errstate(invalid="ignore"):
+                g = float(flat_got[flat])
             ae = abs(g - e) if np.isfinite(g) else float("inf")
             mismatches.append(Mismatch(name, idx, e, g, ae, ae / abs(e) if e else float("inf")))
-    written = ~unwritten
-    finite_ratio = ratio[written & np.isfinite(ratio)] if written.any() else np.array([])
-    worst = float(finite_ratio.max()) if finite_ratio.size else 0.0
-    if nwrong and not np.isfinite(ratio[written]).all():
-        worst = float("inf")
+        # The full masks are only needed to describe a failure's shape (a rare, slower path).
+        unwritten = _poisoned(got)
+        wrong_mask = np.zeros(exp64.size, dtype=bool)
+        for start, stop in bounds:
+            part = _scan(exp64, flat_got, tol, flat_scale, rms, start, stop, stop - start)
+            wrong_mask[part.first_wrong] = True
+        pattern = describe_pattern(wrong_mask.reshape(expected.shape), unwritten, axis_names_for(expected.ndim))
     return OutputComparison(
         output=name,
         checked=int(expected.size),
         wrong=nwrong,
-        unwritten=int(unwritten.sum()),
+        unwritten=sum(p.unwritten for p in parts),
         worst_ratio=worst,
         mismatches=tuple(mismatches),
-        pattern=describe_pattern(wrong, unwritten, axis_names_for(expected.ndim)) if nwrong else None,
+        pattern=pattern,
     )
