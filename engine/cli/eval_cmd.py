@@ -150,7 +150,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plan", help="the launch plan (JSON) for a .cu file")
     p.add_argument("--compile-only", action="store_true", help="compile and bind only; no GPU")
     p.add_argument("--arch", help="compile for this arch when there is no GPU (default sm_90)")
-    p.add_argument("--gpu", type=int, default=0, help="CUDA device index (default 0)")
+    p.add_argument("--gpu", default="0", help="CUDA device index (default 0)")
     p.add_argument("--no-profile", action="store_true", help="stop after validation")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=evaluate)

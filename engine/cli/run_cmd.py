@@ -42,7 +42,9 @@ def add_session_arguments(p: argparse.ArgumentParser, task_required: bool = True
     dev = p.add_argument_group("device")
     dev.add_argument("--compile-only", action="store_true", help="compile and bind only; no GPU")
     dev.add_argument("--arch", help="compile for this arch when there is no GPU (default sm_90)")
-    dev.add_argument("--gpu", type=int, default=0, help="CUDA device index (default 0)")
+    dev.add_argument(
+        "--gpus", "--gpu", dest="gpu", metavar="LIST", help="GPUs to judge on, e.g. 0 or 0,1 (default: every GPU)"
+    )
     p.add_argument("--db", help="sessions database (default: the user data folder)")
 
 

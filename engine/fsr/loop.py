@@ -24,8 +24,10 @@ from engine.fsr import events as ev
 from engine.fsr.control import Controller, Decision, Edit
 from engine.fsr.prompt import PromptBuilder, Rejection
 from engine.fsr.settings import LoopSettings
+from engine.gpu.protocol import Timing
 from engine.judge.judge import Judge
 from engine.judge.judgement import BASELINE_LABEL, Candidate, Compiled, Judgement
+from engine.judge.metrics import figures
 from engine.llm.base import Message, ModelError, ModelProvider, RequestKey
 from engine.llm.retry import complete_with_retries
 from engine.store.sessions import CandidateRecord, SessionStore, StoreError
@@ -108,7 +110,9 @@ class FsrLoop:
             state = await self._initial_state()
             reason = await self._rounds(state)
             status = "stopped" if reason == "stopped by the user" else "finished"
-        except SessionPausedError as exc:
+        except (SessionPausedError, StoreError) as exc:
+            # A store error here is a write that failed (disk full, read-only, locked): as with a
+            # server that is down, nothing recorded is lost and the session can be resumed.
             with contextlib.suppress(StoreError):  # the error that ended it matters more
                 self.store.update_session(self.sid, status="paused", status_message=str(exc))
             self.emit(ev.SessionPaused(self.sid, str(exc)))
@@ -348,47 +352,25 @@ class FsrLoop:
         state.last_failures = [j for j in judged if j.failed]
         improved = False
         if correct and not self.judge.compile_only:
-            entries = [(self._compiled[j.label], j) for j in correct]
-            if state.best.label != BASELINE_LABEL and state.best_compiled is not None:
-                entries.append((state.best_compiled, state.best))
-            timing = await self.judge.profile(entries)
+            timing = await self._time_against_best(state, [(self._compiled[j.label], j) for j in correct])
             by_label = {j.label: j for j in timing.judgements}
             for j in timing.judgements:
-                if j.label != state.best.label:
-                    self._record(j, "profiled", RequestKey(r, 0, 0))
-            if state.best.label == BASELINE_LABEL:
-                base_j = dataclasses.replace(state.best, timing=timing.baseline) if timing.baseline else state.best
-                if timing.baseline is not None and self.judge.peaks is not None:
-                    from engine.judge.metrics import figures
-
-                    base_j = dataclasses.replace(
-                        base_j,
-                        figures=figures(self.judge.task, timing.baseline, self.judge.peaks, timing.baseline),
-                    )
-                state.best = base_j
-            elif state.best.label in by_label:
-                state.best = by_label[state.best.label]
-            for note in timing.notes:
-                self.emit(ev.Notice(self.sid, note, "warning"))
+                self._record(j, "profiled", RequestKey(r, 0, 0))
             self.emit(
                 ev.RoundProfiled(
-                    self.sid,
-                    r,
-                    timing,
-                    state.best.label,
-                    state.best.timing.median_us if state.best.timing else None,
+                    self.sid, r, timing, state.best.label, state.best.timing.median_us if state.best.timing else None
                 )
             )
+            # Ranked by speedup over the baseline timed on the same GPU: with several GPUs the
+            # medians of different GPUs are not compared directly.
             contenders = [
-                by_label[j.label]
-                for j in correct
-                if by_label.get(j.label)
-                and by_label[j.label].status == "correct"
-                and by_label[j.label].timing is not None
+                j
+                for j in (by_label.get(c.label) for c in correct)
+                if j is not None and j.status == "correct" and j.timing is not None and j.figures is not None
             ]
-            contenders.sort(key=lambda j: j.timing.median_us)  # type: ignore[union-attr]
+            contenders.sort(key=lambda j: -(j.figures.speedup or 0.0))  # type: ignore[union-attr]
             for winner in contenders[:1]:
-                if self._beats(winner, state.best):
+                if self._beats(winner, self._best_timing(state, timing, winner.label)):
                     improved = await self._decide(state, r, winner)
         await self._process_edits(state, r)
         n_correct = sum(j.is_correct for j in judged)
@@ -433,14 +415,41 @@ class FsrLoop:
             )
         )
 
-    def _beats(self, winner: Judgement, best: Judgement) -> bool:
-        wt, bt = winner.timing, best.timing
+    async def _time_against_best(self, state: LoopState, entries: list[tuple[Compiled, Judgement]]):
+        """Time programs with the baseline and the current best (on every GPU used); refresh the
+        best's own figures from this session."""
+        anchor = None
+        if state.best.label != BASELINE_LABEL and state.best_compiled is not None:
+            anchor = (state.best_compiled, state.best)
+        timing = await self.judge.profile(entries, anchor)
+        if anchor is None and timing.baseline is not None:
+            fig = (
+                figures(self.judge.task, timing.baseline, self.judge.peaks, timing.baseline)
+                if self.judge.peaks
+                else None
+            )
+            state.best = dataclasses.replace(state.best, timing=timing.baseline, figures=fig or state.best.figures)
+        elif timing.anchor is not None and timing.anchor.timing is not None:
+            state.best = timing.anchor
+        for note in timing.notes:
+            self.emit(ev.Notice(self.sid, note, "warning"))
+        return timing
+
+    @staticmethod
+    def _best_timing(state: LoopState, timing, label: str) -> Timing | None:
+        """The best as timed on the same GPU as `label` (the baseline, while it is the best)."""
+        if state.best.label == BASELINE_LABEL:
+            return timing.baseline
+        return timing.anchors.get(label, state.best.timing)
+
+    def _beats(self, winner: Judgement, best: Timing | None) -> bool:
+        wt = winner.timing
         if wt is None:
             return False
-        if bt is None:
+        if best is None:
             return True
-        noise = wt.rel_iqr + bt.rel_iqr
-        return wt.median_us < bt.median_us * (1 - max(self.settings.min_gain, noise))
+        noise = wt.rel_iqr + best.rel_iqr
+        return wt.median_us < best.median_us * (1 - max(self.settings.min_gain, noise))
 
     async def _decide(self, state: LoopState, r: int, winner: Judgement) -> bool:
         """Auto-accept, or wait for the person. Returns whether the best changed."""
@@ -491,7 +500,7 @@ class FsrLoop:
         while (edit := self.control.next_edit()) is not None:
             edited = await self._judge_edit(state, r, edit)
             usable = edited is not None and edited.is_correct and edited.timing is not None
-            if usable and self.control.auto_accept and self._beats(edited, state.best):
+            if usable and self.control.auto_accept and self._beats(edited, state.best.timing):
                 self._accept(state, r, edited, "accepted")
 
     async def _judge_edit(self, state: LoopState, r: int, edit: Edit) -> Judgement | None:
@@ -509,13 +518,8 @@ class FsrLoop:
         j = await self._judge_candidate(cand, key)
         if j.status != "correct" or self.judge.compile_only:
             return j
-        entries = [(self._compiled[label], j)]
-        if state.best.label != BASELINE_LABEL and state.best_compiled is not None:
-            entries.append((state.best_compiled, state.best))
-        timing = await self.judge.profile(entries)
+        timing = await self._time_against_best(state, [(self._compiled[label], j)])
         for t in timing.judgements:
             if t.label == label:
                 j = self._record(t, "profiled", key)
-            elif t.label == state.best.label:
-                state.best = t
         return j

@@ -102,6 +102,7 @@ class PromptBuilder:
         device: DeviceInfo | None = None,
         peaks: Peaks | None = None,
         feedback_chars: int = 12_000,
+        gpu_count: int = 1,
     ) -> None:
         self.task = task
         self.arch = arch
@@ -109,6 +110,7 @@ class PromptBuilder:
         self.device = device
         self.peaks = peaks
         self.feedback_chars = feedback_chars
+        self.gpu_count = gpu_count
         self._system = _template("system.md").substitute()
         self._task = self._task_section()
         self._gpu = self._gpu_section()
@@ -190,7 +192,22 @@ class PromptBuilder:
         else:
             bandwidth = "memory bandwidth: unknown (no GPU attached)"
             compute = "compute rate: unknown (no GPU attached)"
-        values.update(arch=self.arch, bandwidth_line=bandwidth, compute_line=compute, nvrtc_version=self.nvrtc_version)
+        if d is None:
+            source = "no GPU attached: candidates are compiled and checked, not run"
+        elif self.gpu_count > 1:
+            source = (
+                f"timings come from {self.gpu_count} of these GPUs, each candidate compared with the "
+                "baseline timed on the same GPU"
+            )
+        else:
+            source = "timings come from this GPU"
+        values.update(
+            arch=self.arch,
+            bandwidth_line=bandwidth,
+            compute_line=compute,
+            nvrtc_version=self.nvrtc_version,
+            timing_source=source,
+        )
         return _template("gpu.md").substitute(values)
 
     # ---- feedback ------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ class SessionOptions:
     base_url: str | None = None  # OpenAI-compatible server
     compile_only: bool = False
     arch: str | None = None
-    gpu: int = 0
+    gpu: str | None = None  # "0,1"; None: every GPU
     resume: int | None = None
     # Settings given explicitly on the command line when resuming (others come from the session).
     overrides: dict[str, object] = field(default_factory=dict)
@@ -127,7 +127,15 @@ async def open_session(
             store.set_settings(session_id, loop_settings)
         judge = env.judge(task, settings)
         nvrtc = env.device.nvrtc_version if env.device else _nvrtc_version()
-        builder = PromptBuilder(task, env.arch, nvrtc, env.device, env.peaks, loop_settings.feedback_chars)
+        builder = PromptBuilder(
+            task,
+            env.arch,
+            nvrtc,
+            env.device,
+            env.peaks,
+            loop_settings.feedback_chars,
+            gpu_count=getattr(env.gpu, "size", 1),
+        )
         control.auto_accept = loop_settings.auto_accept and control.auto_accept
         loop = FsrLoop(session_id, judge, provider, store, builder, loop_settings, control, bus, factory)
     except BaseException:

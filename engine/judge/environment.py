@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.compile.pool import CompilerPool
-from engine.gpu.client import GpuUnavailable, GpuWorker
+from engine.gpu.client import GpuUnavailable
+from engine.gpu.pool import GpuPool, parse_gpu_list, visible_gpu_count
 from engine.gpu.protocol import DeviceInfo, Peaks
 from engine.judge.judge import Judge
 from engine.settings import Settings
@@ -21,7 +22,7 @@ DEFAULT_ARCH = "sm_90"  # what CI compiles for; the H100/H200 the project target
 @dataclass
 class JudgeEnvironment:
     compiler: CompilerPool
-    gpu: GpuWorker | None
+    gpu: GpuPool | None  # (tests pass a fake with the same methods)
     device: DeviceInfo | None
     peaks: Peaks | None
     arch: str
@@ -46,23 +47,27 @@ def gpu_unavailable_reason() -> str | None:
 
 
 async def open_environment(
-    settings: Settings, arch: str | None = None, compile_only: bool = False, gpu_index: int = 0
+    settings: Settings, arch: str | None = None, compile_only: bool = False, gpus: str | int | None = None
 ) -> JudgeEnvironment:
+    """`gpus`: "0,1", a single index, or None for every visible GPU."""
     compiler = CompilerPool(settings.compile)
     reason = "compile-only requested" if compile_only else gpu_unavailable_reason()
     if reason is None:
-        worker = GpuWorker(gpu_index, settings)
+        indices = parse_gpu_list(str(gpus) if gpus is not None else None, visible_gpu_count())
+        pool = GpuPool(indices, settings)
         try:
-            device = await worker.start()
-            peaks = await worker.peaks()
+            devices = await pool.start()
+            peaks = await pool.peaks()
         except GpuUnavailable as exc:
-            await worker.close()
+            await pool.close()
             reason = str(exc)
         else:
-            notice = None
-            if arch and arch != device.arch:
-                notice = f"--arch {arch} ignored: compiling for the GPU's own {device.arch}"
-            return JudgeEnvironment(compiler, worker, device, peaks, device.arch, notice)
+            notices = []
+            if arch and arch != devices[0].arch:
+                notices.append(f"--arch {arch} ignored: compiling for the GPU's own {devices[0].arch}")
+            if len({d.arch for d in devices}) > 1:
+                notices.append("the GPUs differ in architecture; use --gpus to pick one kind")
+            return JudgeEnvironment(compiler, pool, devices[0], peaks, devices[0].arch, "; ".join(notices) or None)
     chosen = arch or DEFAULT_ARCH
     notice = None if compile_only else f"{reason}: compile-only for {chosen}"
     return JudgeEnvironment(compiler, None, None, None, chosen, notice)

@@ -8,6 +8,7 @@ a candidate does raises out of here.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -17,7 +18,7 @@ from engine.contract.binding import bind_plan
 from engine.contract.errors import FormatError
 from engine.contract.reply import parse_reply
 from engine.contract.signature import parse_kernels
-from engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport
+from engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport, Timing
 from engine.judge.judgement import (
     BASELINE_LABEL,
     Candidate,
@@ -33,7 +34,7 @@ from engine.task.model import Task
 
 if TYPE_CHECKING:  # the pool and the worker are passed in; importing them here would pull in NVRTC
     from engine.compile.pool import CompilerPool
-    from engine.gpu.client import GpuWorker
+    from engine.gpu.pool import GpuPool
 
 
 # A profiling session interrupted by something no candidate did (the worker was killed, the GPU
@@ -67,7 +68,7 @@ class Judge:
         self,
         task: Task,
         compiler: CompilerPool,
-        gpu: GpuWorker | None,
+        gpu: GpuPool | None,
         arch: str,
         settings: Settings,
         device: DeviceInfo | None = None,
@@ -180,21 +181,47 @@ class Judge:
             verdict, timing=rt.baseline, figures=fig, message=describe_timing(fig), device=rt.device
         )
 
-    async def profile(self, entries: Sequence[tuple[Compiled, Judgement]]) -> RoundTiming:
-        """Time the baseline and these correct programs interleaved in one session; attach figures.
+    async def profile(
+        self, entries: Sequence[tuple[Compiled, Judgement]], anchor: tuple[Compiled, Judgement] | None = None
+    ) -> RoundTiming:
+        """Time these correct programs, interleaved with the baseline (and `anchor`, the current best),
+        and attach figures. With several GPUs the programs are split across them and each GPU times
+        the baseline and the anchor next to its share, so a program is only ever compared with
+        programs timed on its own GPU (RoundTiming.anchors holds the anchor's timing per program).
 
         A program that crashes the worker while being timed is marked crashed and the rest are timed
         again without it. An interruption no program caused (the worker was killed, the machine
         hiccuped) is retried; if it persists, the programs keep their verdicts without a timing."""
         assert self.gpu is not None
+        workers = max(1, getattr(self.gpu, "size", 1))
+        groups = [list(entries[i::workers]) for i in range(min(workers, max(1, len(entries))))]
+        parts = await asyncio.gather(
+            *(self._profile_group(g, anchor, i if workers > 1 else None) for i, g in enumerate(groups))
+        )
+        judged = tuple(j for part in parts for j in part.judgements)
+        anchors = {k: v for part in parts for k, v in part.anchors.items()}
+        notes = tuple(n for part in parts for n in part.notes)
+        first = parts[0]
+        return RoundTiming(first.device, first.baseline, judged, notes, anchors, first.anchor)
+
+    async def _profile_group(
+        self,
+        entries: Sequence[tuple[Compiled, Judgement]],
+        anchor: tuple[Compiled, Judgement] | None,
+        worker: int | None,
+    ) -> RoundTiming:
         baseline = await self.baseline()
         pending = {c.candidate.label: (c, j) for c, j in entries}
+        fixed = [baseline.program()] + ([anchor[0].program()] if anchor else [])
         crashed: dict[str, Judgement] = {}
         notes: list[str] = []
         interruptions = 0
         while True:
-            programs = [baseline.program()] + [c.program() for c, _ in pending.values()]
-            outcome = await self.gpu.profile(self.task, programs)
+            programs = fixed + [c.program() for c, _ in pending.values()]
+            if worker is None:
+                outcome = await self.gpu.profile(self.task, programs)
+            else:
+                outcome = await self.gpu.profile(self.task, programs, worker=worker)
             if isinstance(outcome, ProfileReport):
                 break
             culprit = outcome.fault.case
@@ -222,36 +249,32 @@ class Judge:
             notes.append(outcome.throttle_note)
         if outcome.busy_note:
             notes.append(outcome.busy_note)
-        judged: list[Judgement] = []
-        for label, (_c, j) in pending.items():
-            t = by_label.get(label)
-            if t is None or t.fault is not None:
-                msg = t.fault.message if t and t.fault else "no timing"
-                judged.append(dataclasses.replace(j, status="launch_error", message=f"timing failed: {msg}"))
-                continue
-            fig = figures(self.task, t, self.peaks, base_t, self.settings.profile.suspect_roofline_share)
-            status: Status = j.status
-            warnings = j.warnings
-            if t.state_check:
-                status, message = "wrong", t.state_check
-            else:
-                message = describe_timing(fig)
-                if fig.suspect:
-                    status = "suspect"
-                    warnings += (fig.suspect,)
-            judged.append(
-                dataclasses.replace(
-                    j,
-                    status=status,
-                    message=message,
-                    timing=t,
-                    figures=fig,
-                    warnings=warnings,
-                    device=outcome.device,
-                )
-            )
+        where = outcome.device if worker is None else f"{outcome.device} #{worker}"
+        judged = [self._with_timing(j, by_label.get(label), base_t, where) for label, (_c, j) in pending.items()]
+        anchor_j = None
+        if anchor is not None:
+            anchor_j = self._with_timing(anchor[1], by_label.get(anchor[1].label), base_t, where)
+        anchors = {j.label: anchor_j.timing for j in judged if anchor_j is not None and anchor_j.timing is not None}
         judged.extend(crashed.values())
-        return RoundTiming(outcome.device, base_t, tuple(judged), tuple(notes))
+        return RoundTiming(outcome.device, base_t, tuple(judged), tuple(notes), anchors, anchor_j)
+
+    def _with_timing(self, j: Judgement, t: Timing | None, base_t: Timing | None, where: str) -> Judgement:
+        if t is None or t.fault is not None:
+            msg = t.fault.message if t and t.fault else "no timing"
+            return dataclasses.replace(j, status="launch_error", message=f"timing failed: {msg}")
+        fig = figures(self.task, t, self.peaks, base_t, self.settings.profile.suspect_roofline_share)
+        status: Status = j.status if j.status != "suspect" else "correct"
+        warnings = tuple(w for w in j.warnings if not w.startswith("measured "))
+        if t.state_check:
+            status, message = "wrong", t.state_check
+        else:
+            message = describe_timing(fig)
+            if fig.suspect:
+                status = "suspect"
+                warnings += (fig.suspect,)
+        return dataclasses.replace(
+            j, status=status, message=message, timing=t, figures=fig, warnings=warnings, device=where
+        )
 
     # ---- all three, for one candidate ----------------------------------------------------------
     async def judge(self, cand: Candidate, profile: bool = True) -> Judgement:

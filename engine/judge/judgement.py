@@ -3,7 +3,7 @@ prompt builder, the TUI and the reports all read."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from engine.compile.result import CompileResult
@@ -78,3 +78,7 @@ class RoundTiming:
     baseline: Timing | None
     judgements: tuple[Judgement, ...]
     notes: tuple[str, ...] = ()
+    # The anchor (the current best) as timed on each program's own GPU, by the program's label:
+    # what a program must beat, measured in the same session on the same GPU.
+    anchors: dict[str, Timing] = field(default_factory=dict)
+    anchor: Judgement | None = None  # the anchor's judgement from the first GPU's session

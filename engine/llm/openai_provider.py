@@ -29,8 +29,8 @@ CONNECT_TIMEOUT_S = 10.0
 # Listing models is a quick metadata call; the start screen must not hang on a dead server.
 LIST_TIMEOUT_S = 10.0
 # What the client raises on an event it cannot parse: data that is not JSON, JSON that is not a
-# chunk object.
-_MALFORMED: tuple[type[Exception], ...] = (json.JSONDecodeError, AttributeError, TypeError)
+# chunk object, bytes that are not UTF-8 (its SSE decoder is strict).
+_MALFORMED: tuple[type[Exception], ...] = (json.JSONDecodeError, UnicodeDecodeError, AttributeError, TypeError)
 
 
 class OpenAIProvider:

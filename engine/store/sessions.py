@@ -12,7 +12,7 @@ import socket
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,6 +78,23 @@ class CandidateRecord:
         return RequestKey(self.round, self.attempt, self.slot)
 
 
+def _storable(text: str | None) -> str | bytes | None:
+    """Text as SQLite can hold it. A reply may carry lone surrogates (a server's \\udcff escape:
+    text no UTF-8 can spell), which sqlite3 refuses to bind; such a reply is kept exactly, as the
+    bytes Python's surrogatepass writes, and read back by `_text`."""
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    return text
+
+
+def _text(value: str | bytes | None) -> str | None:
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+
+
 def _wrap(exc: sqlite3.Error, path: Path) -> StoreError:
     text = str(exc)
     if "full" in text:
@@ -104,30 +121,54 @@ class SessionStore:
             )
             self.db.row_factory = sqlite3.Row
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            # Before anything is written (WAL mode is written into the file's header): a file this
+            # version must not touch is refused as it was found.
+            self._check_version()
             self.db.execute("PRAGMA journal_mode = WAL")
             self.db.execute("PRAGMA synchronous = NORMAL")
             self.db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
         except sqlite3.DatabaseError as exc:
+            self._close_quietly()
             if "file is not a database" in str(exc):
                 raise StoreError(
                     f"{self.path} is not a cuda-llm session database; use --db to choose another file"
                 ) from None
             raise _wrap(exc, self.path) from None
+        except BaseException:
+            self._close_quietly()
+            raise
+
+    def _close_quietly(self) -> None:
+        db = getattr(self, "db", None)
+        if db is not None:
+            with suppress(sqlite3.Error):
+                db.close()
 
     def close(self) -> None:
         self.db.close()
 
     # ---- plumbing ----------------------------------------------------------------------------
-    def _migrate(self) -> None:
+    def _check_version(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"{self.path} was written by a newer cuda-llm (schema {version}; this one "
                 f"knows {SCHEMA_VERSION}); upgrade cuda-llm or use --db"
             )
+        if version == 0 and self.db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
+            raise StoreError(
+                f"{self.path} is a database of another program, not a cuda-llm session database; "
+                "use --db to choose another file"
+            )
+
+    def _migrate(self) -> None:
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
         for target in range(version + 1, SCHEMA_VERSION + 1):
             with self._tx():
+                # Another process opening the same new file may have migrated it meanwhile.
+                if self.db.execute("PRAGMA user_version").fetchone()[0] >= target:
+                    continue
                 MIGRATIONS[target](self.db)
                 self.db.execute(f"PRAGMA user_version = {target}")
 
@@ -138,7 +179,11 @@ class SessionStore:
             try:
                 yield self.db
             except BaseException:
-                self.db.execute("ROLLBACK")
+                # SQLite rolls the transaction back by itself on some errors (SQLITE_FULL among
+                # them); a ROLLBACK then fails and would hide the error that matters ("disk full").
+                if self.db.in_transaction:
+                    with suppress(sqlite3.Error):
+                        self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
         except sqlite3.Error as exc:
@@ -287,7 +332,7 @@ class SessionStore:
                     key.attempt,
                     key.slot,
                     origin,
-                    reply,
+                    _storable(reply),
                     json.dumps(serialize.dump(completion)) if completion else None,
                     time.time(),
                 ),
@@ -376,7 +421,7 @@ class SessionStore:
                     attempt=r["attempt"],
                     slot=r["slot"],
                     origin=r["origin"],
-                    reply=r["reply"],
+                    reply=_text(r["reply"]),
                     completion=serialize.load(Completion, json.loads(r["completion_json"]))
                     if r["completion_json"]
                     else None,
@@ -400,7 +445,7 @@ class SessionStore:
             "origin IN ('model', 'replay') AND reply IS NOT NULL",
             (session_id,),
         ).fetchall()
-        return {RequestKey(r[0], r[1], r[2]): r[3] for r in rows}
+        return {RequestKey(r[0], r[1], r[2]): _text(r[3]) for r in rows}
 
 
 def _alive(pid: int) -> bool:

@@ -56,7 +56,7 @@ def test_hostile_candidate(gpu, case, observed, fault_device):
 def test_worker_killed_mid_profile(gpu, observed):
     task = gpu.task("matmul")
     judge = gpu.env.judge(task, gpu.settings)
-    worker = gpu.env.gpu
+    worker = gpu.env.gpu.workers[0]
 
     async def go():
         from engine.judge.judgement import Candidate
