@@ -1,6 +1,6 @@
 """Render docs/reliability.md from the fault suite's reports (CUDA_LLM_FAULT_REPORT=... pytest tests/faults).
 
-    python -m bench.reliability cpu.json gpu.json [--out docs/reliability.md]
+python -m bench.reliability cpu.json gpu.json [--out docs/reliability.md]
 """
 
 from __future__ import annotations
@@ -14,9 +14,13 @@ GROUP_ORDER = ["kernels", "cheats", "host safety", "model servers", "process and
 
 
 def render(reports: list[dict]) -> str:
-    lines = ["# Reliability: the fault-injection suite", "",
-             "Every row is a test in tests/faults/ (GPU rows are marked `gpu` and ran on the device named); "
-             "'observed' is what the test saw on its last run. Regenerate with `python -m bench.reliability`.", ""]
+    lines = [
+        "# Reliability: the fault-injection suite",
+        "",
+        "Every row is a test in tests/faults/ (GPU rows are marked `gpu` and ran on the device named); "
+        "'observed' is what the test saw on its last run. Regenerate with `python -m bench.reliability`.",
+        "",
+    ]
     for rep in reports:
         lines.append(f"- run of {rep['date']} on {rep['device']} ({len(rep['rows'])} faults)")
     rows = [dict(r, device=rep["device"]) for rep in reports for r in rep["rows"]]
@@ -24,8 +28,13 @@ def render(reports: list[dict]) -> str:
         chosen = [r for r in rows if r["group"] == group]
         if not chosen:
             continue
-        lines += ["", f"## {group.capitalize()}", "", "| fault | expected | observed | result | device |",
-                  "|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"## {group.capitalize()}",
+            "",
+            "| fault | expected | observed | result | device |",
+            "|---|---|---|---|---|",
+        ]
         for r in chosen:
             cells = [r["fault"], r["expected"], r["observed"], r["outcome"], r["device"]]
             lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")

@@ -106,7 +106,8 @@ class ValidationReport:
     fault: Fault | None = None
     resources: tuple[LaunchResources, ...] = ()
     printf_bytes: int = 0
-    elapsed_s: float = 0.0
+    elapsed_s: float = 0.0  # validation proper, in the worker
+    load_s: float = 0.0  # loading the module (cuModuleLoadData), in the worker
 
     @property
     def passed(self) -> bool:

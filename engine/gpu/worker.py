@@ -19,6 +19,7 @@ import os
 import pickle
 import struct
 import sys
+import time
 import traceback
 from typing import IO, Any
 
@@ -212,8 +213,11 @@ def handle_validate(state: WorkerState, req: Any):
     _printf_bytes()
     module = None
     fatal = False
+    load_s = 0.0
     try:
+        loaded = time.monotonic()
         module = state.ctx.load_module(req.program.cubin)
+        load_s = time.monotonic() - loaded
         report = validate(
             state.ctx,
             state.info,
@@ -236,7 +240,7 @@ def handle_validate(state: WorkerState, req: Any):
                 state.ctx.unload_module(module)
             except CudaError:
                 fatal = True
-    report = dataclasses.replace(report, printf_bytes=_printf_bytes())
+    report = dataclasses.replace(report, printf_bytes=_printf_bytes(), load_s=load_s)
     return Response(ok=True, result=report, fatal=fatal)
 
 
