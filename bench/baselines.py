@@ -22,7 +22,6 @@ from engine.settings import Settings
 from engine.task import TaskLibrary
 
 
-
 def _fmt_rate(fig) -> str:
     if fig.bound == "compute" and fig.gflops:
         return f"{fig.gflops:,.0f} GFLOP/s"
