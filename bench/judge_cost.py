@@ -1,16 +1,20 @@
 """What judging one correct candidate costs, stage by stage, for every task's baseline (a correct
 candidate): compile (warm compiler pool), module load, validation, profiling (against the baseline,
 as in a round), and the total. Median of 5 after one warm-up (the warm-up computes the references,
-which a session does once). Prints a table and the device.
+which a session does once). The same five profiles give the timing quality: the spread of their
+medians, and the difference from an independent timer (triton.testing.do_bench on CuPy launches of
+the same cubin) when CuPy and Triton are installed. Prints tables and the device.
 
     python -m bench.judge_cost [--tasks ...] [--repeats 5] [--json out.json]
-Target (issue 6): total median under 1.5 s for every task; compile under 300 ms.
+Targets (issue 6): total under 1.5 s for every task; compile under 300 ms; repeated profiles within
+1% (kernels over 100 us) or 3% (shorter); within 3% of the independent timer.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import statistics
 import sys
@@ -28,6 +32,9 @@ async def measure(names: list[str], repeats: int) -> tuple[list[dict], str]:
     env = await open_environment(settings, gpus="0")
     device = f"{env.device.name} ({env.arch})" if env.device else f"compile-only ({env.arch})"
     rows = []
+    have_independent = env.gpu is not None and bool(
+        importlib.util.find_spec("cupy") and importlib.util.find_spec("triton")
+    )
     try:
         await env.compiler.start()
         for name in names:
@@ -35,6 +42,7 @@ async def measure(names: list[str], repeats: int) -> tuple[list[dict], str]:
             judge = env.judge(task, settings)
             cand = Candidate("candidate", task.baseline_source, task.baseline_plan)
             stages: dict[str, list[float]] = {"compile": [], "load": [], "validate": [], "profile": [], "total": []}
+            medians: list[float] = []
             for i in range(repeats + 1):
                 t0 = time.perf_counter()
                 compiled = await judge.compile(cand)
@@ -44,7 +52,9 @@ async def measure(names: list[str], repeats: int) -> tuple[list[dict], str]:
                 t2 = time.perf_counter()
                 assert verdict.status in ("correct", "compiled"), verdict.message
                 if env.gpu is not None:
-                    await judge.profile([(compiled, verdict)])
+                    rt = await judge.profile([(compiled, verdict)])
+                    if i and rt.judgements[0].timing is not None:
+                        medians.append(rt.judgements[0].timing.median_us)
                 t3 = time.perf_counter()
                 if i == 0:
                     continue  # the warm-up: references computed, baseline compiled, caches filled
@@ -54,11 +64,37 @@ async def measure(names: list[str], repeats: int) -> tuple[list[dict], str]:
                 stages["profile"].append(t3 - t2)
                 stages["total"].append(t3 - t0)
             row = {"task": name, **{k: statistics.median(v) for k, v in stages.items()}}
+            if medians:
+                row["median_us"] = statistics.median(medians)
+                row["spread"] = (max(medians) - min(medians)) / min(medians)
+                if have_independent:
+                    from bench.independent import do_bench_us
+
+                    row["do_bench_us"] = do_bench_us(task, compiled)
+                    row["vs_do_bench"] = (row["median_us"] - row["do_bench_us"]) / row["do_bench_us"]
             rows.append(row)
             print(f"{name:24s} " + "  ".join(f"{k} {row[k] * 1000:7.1f} ms" for k in stages), flush=True)
     finally:
         await env.close()
     return rows, device
+
+
+def quality_markdown(rows: list[dict], device: str, repeats: int) -> str:
+    lines = [
+        f"Timing quality on {device}: the spread of {repeats} repeated profiles of each baseline "
+        "((max - min) / min of their medians; target 1% above 100 us, 3% below) and the difference from "
+        "triton.testing.do_bench on CuPy launches of the same cubin (target 3%).",
+        "",
+        "| task | median (us) | spread | do_bench (us) | vs do_bench |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if "median_us" not in r:
+            continue
+        db = f"{r['do_bench_us']:.1f}" if "do_bench_us" in r else "n/a"
+        vs = f"{r['vs_do_bench']:+.1%}" if "vs_do_bench" in r else "n/a"
+        lines.append(f"| {r['task']} | {r['median_us']:.1f} | {r['spread']:.2%} | {db} | {vs} |")
+    return "\n".join(lines) + "\n"
 
 
 def markdown(rows: list[dict], device: str, repeats: int) -> str:
@@ -85,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     names = args.tasks or TaskLibrary().names()
     rows, device = asyncio.run(measure(names, args.repeats))
-    text = markdown(rows, device, args.repeats)
+    text = markdown(rows, device, args.repeats) + "\n" + quality_markdown(rows, device, args.repeats)
     print(text)
     if args.json:
         Path(args.json).write_text(json.dumps({"device": device, "rows": rows}, indent=2))
