@@ -1,0 +1,188 @@
+"""The TUI's remembered choices and named model endpoints: a TOML file in the user's config folder.
+
+    task = "vector_add"
+    model = "ollama:qwen2.5-coder:32b"
+    candidates = 4
+    rounds = 5
+    theme = "cuda-dark"
+
+    [[endpoints]]
+    name = "vllm-box"
+    kind = "openai"            # or "ollama"
+    url = "http://gpu-box:8000/v1"
+    model = "Qwen/Qwen2.5-Coder-32B-Instruct"
+
+Read with tomllib; written by the tiny writer below (the standard library reads TOML but does not
+write it, and the file is small and flat). A file that cannot be read gives one line and the
+defaults: a broken config must never keep the application from starting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.paths import user_config_dir
+
+CONFIG_FILE = "tui.toml"
+ENDPOINT_KINDS = ("openai", "ollama")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str
+    kind: str  # "openai" | "ollama"
+    url: str
+    model: str = ""  # the model to ask for; empty: pick it on the start screen
+
+    @property
+    def spec(self) -> str:
+        return f"{self.kind}:{self.model}" if self.model else ""
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    task: str | None = None
+    model: str | None = None
+    endpoint: str | None = None  # the named endpoint the model was picked from, if any
+    candidates: int = 4
+    rounds: int = 5
+    repairs: int = 3
+    patience: int = 3  # 0: never stop for lack of progress
+    target_roofline: float = 0.9  # 0: never stop at a roofline share
+    auto_accept: bool = False  # the TUI's point is to review; headless runs accept everything
+    theme: str = "cuda-dark"
+    endpoints: tuple[Endpoint, ...] = ()
+
+    def endpoint_named(self, name: str | None) -> Endpoint | None:
+        return next((e for e in self.endpoints if e.name == name), None)
+
+
+def config_path() -> Path:
+    return user_config_dir() / CONFIG_FILE
+
+
+@dataclass(frozen=True)
+class Loaded:
+    config: AppConfig
+    warning: str | None = None  # one line when the file was unusable (the defaults are used)
+
+
+def load_config(path: Path | None = None) -> Loaded:
+    path = path or config_path()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Loaded(AppConfig())
+    except OSError as exc:
+        return Loaded(AppConfig(), f"cannot read {path} ({exc.strerror}); using the defaults")
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+        return Loaded(_from_dict(data))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, TypeError, ValueError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return Loaded(AppConfig(), f"{path} is not a usable config ({reason}); using the defaults")
+
+
+def _from_dict(data: dict[str, Any]) -> AppConfig:
+    defaults = AppConfig()
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(AppConfig):
+        if f.name == "endpoints" or f.name not in data:
+            continue
+        value = data[f.name]
+        expected = type(getattr(defaults, f.name)) if getattr(defaults, f.name) is not None else str
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            raise TypeError(f"{f.name} must be {expected.__name__}, got {type(value).__name__}")
+        values[f.name] = value
+    endpoints = []
+    for i, item in enumerate(data.get("endpoints", [])):
+        if not isinstance(item, dict):
+            raise TypeError(f"endpoints[{i}] must be a table")
+        try:
+            ep = Endpoint(str(item["name"]), str(item["kind"]), str(item["url"]), str(item.get("model", "")))
+        except KeyError as exc:
+            raise ValueError(f"endpoints[{i}] needs {exc.args[0]}") from None
+        if ep.kind not in ENDPOINT_KINDS:
+            raise ValueError(f"endpoints[{i}].kind must be one of {', '.join(ENDPOINT_KINDS)}")
+        endpoints.append(ep)
+    return AppConfig(**values, endpoints=tuple(endpoints))
+
+
+def save_config(config: AppConfig, path: Path | None = None) -> str | None:
+    """Write the config atomically; returns one line if it could not be written (never raises)."""
+    path = path or config_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(to_toml(config), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        return f"cannot save the config to {path} ({exc.strerror})"
+    return None
+
+
+# ---- a tiny TOML writer: flat keys, and arrays of flat tables ------------------------------------
+
+
+def _string(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return _string(value)
+    raise TypeError(f"cannot write {type(value).__name__} as TOML")
+
+
+def _key(name: str) -> str:
+    bare = name and all(c.isalnum() or c in "-_" for c in name)
+    return name if bare else _string(name)
+
+
+def to_toml(config: AppConfig) -> str:
+    lines = ["# cuda-llm TUI settings: the last choices and named model endpoints (edit freely)."]
+    for f in dataclasses.fields(AppConfig):
+        value = getattr(config, f.name)
+        if f.name == "endpoints" or value is None:
+            continue  # TOML has no null: a missing key reads back as the default
+        lines.append(f"{_key(f.name)} = {toml_value(value)}")
+    for ep in config.endpoints:
+        lines += ["", "[[endpoints]]"]
+        lines += [f"{_key(k)} = {toml_value(v)}" for k, v in dataclasses.asdict(ep).items()]
+    return "\n".join(lines) + "\n"
+
+
+def remember(config: AppConfig, **changes: Any) -> AppConfig:
+    return dataclasses.replace(config, **changes)
+
+
+__all__ = ["AppConfig", "Endpoint", "Loaded", "load_config", "remember", "save_config", "to_toml"]

@@ -1,0 +1,381 @@
+"""What the run screen shows, built from the engine's events: plain Python, no Textual.
+
+`SessionView.apply(event)` folds one engine event into the view and says which panes must redraw.
+The panes read the view; they never hold session state of their own, so a pane can be rebuilt at
+any time (the layout switches between tabs and a grid when the terminal is resized) and the view
+can be tested without a terminal. This is presentation, not engine logic: nothing here decides
+anything about the loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from engine.fsr import events as ev
+from engine.fsr.settings import LoopSettings
+from engine.gpu.protocol import Timing
+from engine.judge.judgement import BASELINE_LABEL, Judgement
+from engine.llm.base import Message, RequestKey
+
+# Candidate phases before a final status; then the judgement's status names the state.
+PHASES = ("waiting", "streaming", "compiling", "validating", "profiling", "no reply")
+
+# One mark per state, each one terminal cell wide (no emoji: they are two cells in many terminals).
+MARKS = {
+    "waiting": "…",
+    "streaming": "↓",
+    "compiling": "◌",
+    "validating": "◌",
+    "profiling": "◔",
+    "no reply": "-",
+    "format_error": "?",
+    "compile_error": "✗",
+    "compiled": "○",
+    "launch_error": "!",
+    "crashed": "!",
+    "timed_out": "∞",
+    "wrong": "✗",
+    "correct": "✓",
+    "suspect": "?",
+    "best": "★",
+}
+WORDS = {
+    "format_error": "format error",
+    "compile_error": "compile error",
+    "launch_error": "launch error",
+    "timed_out": "timed out",
+    "no reply": "no reply",
+}
+
+# Panes, as the flags apply() returns.
+TREE, PROMPT, KERNEL, COMPILER, VALIDATION, LATENCY, STATUS, LOG = (
+    "tree",
+    "prompt",
+    "kernel",
+    "compiler",
+    "validation",
+    "latency",
+    "status",
+    "log",
+)
+FOCUSED = frozenset({PROMPT, KERNEL, COMPILER, VALIDATION})
+
+
+@dataclass
+class CandidateView:
+    label: str
+    round: int
+    attempt: int = 0
+    slot: int = 0
+    phase: str = "waiting"
+    reply: str = ""  # streamed so far (the whole reply once received)
+    judgement: Judgement | None = None
+    decision: str | None = None  # accepted | rejected | auto-accepted
+    reason: str = ""
+    error: str = ""  # the model error when no reply came
+
+    @property
+    def key(self) -> RequestKey:
+        return RequestKey(self.round, self.attempt, self.slot)
+
+    @property
+    def state(self) -> str:
+        """The state the tree shows: a phase, or the judgement's status."""
+        if self.judgement is not None and self.phase not in ("compiling", "validating", "profiling"):
+            return self.judgement.status
+        return self.phase
+
+    @property
+    def median_us(self) -> float | None:
+        j = self.judgement
+        return j.timing.median_us if j is not None and j.timing is not None else None
+
+
+@dataclass(frozen=True)
+class LatencyPoint:
+    round: int
+    label: str
+    median_us: float
+
+
+@dataclass
+class SessionView:
+    session_id: int | None = None
+    task: str = ""
+    model: str = ""
+    device: str = ""
+    settings: LoopSettings | None = None
+    notice: str | None = None
+    manual: bool = False
+    state: str = "opening"  # opening | running | paused | awaiting | finished | stopped | failed
+    state_reason: str = ""
+    error: str = ""  # the last thing that went wrong, shown in red until the next one
+    round: int = 0
+    attempt: int = 0
+    prompts: dict[tuple[int, int], tuple[Message, ...]] = field(default_factory=dict)
+    candidates: dict[str, CandidateView] = field(default_factory=dict)
+    baseline: Judgement | None = None
+    best_label: str = BASELINE_LABEL
+    best: Judgement | None = None
+    awaiting: ev.AwaitingDecision | None = None
+    latency: list[LatencyPoint] = field(default_factory=list)
+    best_by_round: list[tuple[int, float]] = field(default_factory=list)
+    tokens_used: int = 0
+    focus: str | None = None  # the candidate the prompt, kernel, compiler and validation panes show
+    follow: bool = True  # move the focus to whatever happens next
+    log: list[str] = field(default_factory=list)  # the event log, oldest first
+
+    # ---- derived -------------------------------------------------------------------------------
+    @property
+    def compile_only(self) -> bool:
+        return self.device.startswith("compile-only")
+
+    @property
+    def running(self) -> bool:
+        return self.state in ("opening", "running", "paused", "awaiting")
+
+    def focused(self) -> CandidateView | None:
+        if self.focus == BASELINE_LABEL and self.baseline is not None:
+            return CandidateView(BASELINE_LABEL, 0, phase="judged", judgement=self.baseline)
+        return self.candidates.get(self.focus) if self.focus else None
+
+    def best_source(self) -> Judgement | None:
+        """The current best's judgement (the baseline's until something beats it)."""
+        if self.best is not None:
+            return self.best
+        return self.baseline
+
+    def rounds(self) -> dict[int, list[CandidateView]]:
+        out: dict[int, list[CandidateView]] = {}
+        for c in self.candidates.values():
+            out.setdefault(c.round, []).append(c)
+        return out
+
+    @property
+    def baseline_us(self) -> float | None:
+        b = self.baseline
+        return b.timing.median_us if b is not None and b.timing is not None else None
+
+    @property
+    def floor_us(self) -> float | None:
+        for j in (self.best, self.baseline):
+            if j is not None and j.figures is not None and j.figures.floor_us:
+                return j.figures.floor_us
+        for c in self.candidates.values():
+            if c.judgement is not None and c.judgement.figures is not None and c.judgement.figures.floor_us:
+                return c.judgement.figures.floor_us
+        return None
+
+    def mark(self, c: CandidateView) -> str:
+        if c.label == self.best_label and c.judgement is not None and c.judgement.is_correct:
+            return MARKS["best"]
+        return MARKS.get(c.state, "·")
+
+    @staticmethod
+    def word(state: str) -> str:
+        return WORDS.get(state, state)
+
+    # ---- folding events in ---------------------------------------------------------------------
+    def set_focus(self, label: str | None, by_person: bool = False) -> set[str]:
+        if by_person:
+            self.follow = label is None
+        if label == self.focus:
+            return set()
+        self.focus = label
+        return set(FOCUSED)
+
+    def _follow(self, label: str) -> set[str]:
+        return self.set_focus(label) if self.follow else set()
+
+    def _candidate(self, label: str, round_: int | None = None) -> CandidateView:
+        c = self.candidates.get(label)
+        if c is None:
+            c = CandidateView(label, round_ if round_ is not None else self.round)
+            self.candidates[label] = c
+        return c
+
+    def _say(self, line: str) -> None:
+        self.log.append(line)
+
+    def apply(self, event: ev.Event) -> set[str]:
+        handler = getattr(self, f"_on_{type(event).__name__}", None)
+        return handler(event) if handler is not None else set()
+
+    def _on_SessionStarted(self, e: ev.SessionStarted) -> set[str]:
+        self.task, self.model, self.device, self.settings = e.task, e.model, e.device, e.settings
+        self.state, self.state_reason = "running", ""
+        self._say(f"session {e.session_id}{' resumed' if e.resumed else ''}: {e.task} with {e.model} on {e.device}")
+        return {STATUS, TREE, LOG, LATENCY}
+
+    def _on_RoundStarted(self, e: ev.RoundStarted) -> set[str]:
+        self.round, self.attempt = e.round, e.attempt
+        self.prompts[(e.round, e.attempt)] = e.prompt
+        what = f"repair {e.attempt} of round {e.round}" if e.attempt else f"round {e.round}"
+        self._say(f"{what}: asking for {e.candidates} candidate{'s' if e.candidates != 1 else ''}")
+        return {STATUS, TREE, LOG}
+
+    def _on_RequestStarted(self, e: ev.RequestStarted) -> set[str]:
+        c = self._candidate(e.label, e.round)
+        c.attempt, c.slot, c.phase, c.reply, c.error = e.attempt, e.slot, "waiting", "", ""
+        changed = {TREE, STATUS}
+        if e.slot == 0:
+            changed |= self._follow(e.label)
+        return changed
+
+    def add_tokens(self, label: str, text: str) -> bool:
+        """Streamed text; True when the first text of a reply arrived (the tree mark changes)."""
+        c = self._candidate(label)
+        first = c.phase == "waiting"
+        c.phase = "streaming"
+        c.reply += text
+        return first
+
+    def _on_TokensStreamed(self, e: ev.TokensStreamed) -> set[str]:
+        first = self.add_tokens(e.label, e.text)
+        return {TREE} if first else set()
+
+    def _on_RequestRetrying(self, e: ev.RequestRetrying) -> set[str]:
+        c = self._candidate(e.label)
+        c.reply, c.phase = "", "waiting"  # the failed attempt's text is void
+        self._say(f"{e.label}: retry {e.attempt} in {e.delay_s:.1f} s: {e.message}")
+        return {TREE, LOG} | ({PROMPT} if e.label == self.focus else set())
+
+    def _on_ReplyReceived(self, e: ev.ReplyReceived) -> set[str]:
+        c = self._candidate(e.label)
+        c.reply, c.phase = e.completion.text, "compiling"
+        return {TREE} | ({PROMPT} if e.label == self.focus else set())
+
+    def _on_ModelFailed(self, e: ev.ModelFailed) -> set[str]:
+        c = self._candidate(e.label)
+        c.phase, c.error = "no reply", e.message
+        self.error = f"{e.label}: {e.message}"
+        self._say(f"{e.label}: no reply ({e.kind}): {e.message}")
+        return {TREE, STATUS, LOG} | ({PROMPT} if e.label == self.focus else set())
+
+    def _on_CandidateJudged(self, e: ev.CandidateJudged) -> set[str]:
+        j = e.judgement
+        if j.label == BASELINE_LABEL:
+            self.baseline = j
+            if self.best_label == BASELINE_LABEL:
+                self.best = j
+            return {LATENCY, STATUS}
+        c = self._candidate(j.label)
+        c.judgement = j
+        if j.candidate is not None and j.candidate.origin == "user" and not c.reply:
+            c.reply = "(written in the editor)"
+        if e.stage == "compiled" and j.status == "compiled":
+            c.phase = "validating"  # compiled, on its way to the GPU
+        elif e.stage == "validated" and j.is_correct and not self.compile_only:
+            c.phase = "profiling"
+        else:
+            c.phase = "judged"
+        if j.timing is not None:
+            self.latency = [p for p in self.latency if p.label != j.label]
+            self.latency.append(LatencyPoint(c.round, j.label, j.timing.median_us))
+        if j.label == self.best_label:
+            self.best = j
+        changed = {TREE, LATENCY} | self._follow(j.label)
+        if j.label == self.focus:
+            changed |= FOCUSED
+        return changed
+
+    def _on_RoundProfiled(self, e: ev.RoundProfiled) -> set[str]:
+        if e.timing.baseline is not None and self.baseline is not None:
+            self.baseline = _with_timing(self.baseline, e.timing.baseline)
+        for c in self.candidates.values():  # timed ones are judged; the rest of the round is done
+            if c.round == e.round and c.phase == "profiling":
+                c.phase = "judged"
+        return {LATENCY, TREE}
+
+    def _on_AwaitingDecision(self, e: ev.AwaitingDecision) -> set[str]:
+        self.awaiting = e
+        self.state = "awaiting"
+        c = self._candidate(e.judgement.label, e.round)
+        c.judgement = e.judgement
+        c.phase = "judged"
+        faster = f" ({e.best_median_us / e.judgement.timing.median_us:.2f}x the best)" if _ratio_ok(e) else ""
+        self._say(f"round {e.round}: {e.judgement.label} is the fastest{faster}: accept, reject or edit it")
+        return {STATUS, TREE, LOG} | self.set_focus(e.judgement.label)
+
+    def _on_DecisionMade(self, e: ev.DecisionMade) -> set[str]:
+        c = self._candidate(e.label)
+        c.decision, c.reason = e.decision, e.reason
+        if self.awaiting is not None and self.awaiting.judgement.label == e.label:
+            self.awaiting = None
+            self.state = "running"
+        why = f": {e.reason}" if e.reason else ""
+        self._say(f"{e.label} {e.decision}{why}")
+        return {STATUS, TREE, LOG}
+
+    def _on_BestImproved(self, e: ev.BestImproved) -> set[str]:
+        self.best_label, self.best = e.judgement.label, e.judgement
+        self._say(f"new best: {e.judgement.label} ({e.judgement.message})")
+        return {TREE, LATENCY, STATUS, LOG, KERNEL}
+
+    def _on_RoundFinished(self, e: ev.RoundFinished) -> set[str]:
+        self.best_label = e.best_label
+        self.tokens_used = e.tokens_used
+        if e.best_median_us is not None:
+            self.best_by_round = [p for p in self.best_by_round if p[0] != e.round]
+            self.best_by_round.append((e.round, e.best_median_us))
+        if self.awaiting is not None and self.awaiting.round == e.round:
+            self.awaiting = None
+            if self.state == "awaiting":
+                self.state = "running"
+        for c in self.candidates.values():
+            if c.round == e.round and c.phase in ("waiting", "streaming", "compiling", "validating", "profiling"):
+                c.phase = "judged" if c.judgement is not None else "no reply"
+        self._say(f"round {e.round} done: best {e.best_label}" + (" (new)" if e.improved else ""))
+        return {STATUS, TREE, LATENCY, LOG}
+
+    def _on_SessionPaused(self, e: ev.SessionPaused) -> set[str]:
+        self.state, self.state_reason = "paused", e.reason
+        self._say(f"paused: {e.reason}")
+        return {STATUS, LOG}
+
+    def _on_SessionResumed(self, e: ev.SessionResumed) -> set[str]:
+        self.state, self.state_reason = "running", ""
+        self._say("resumed")
+        return {STATUS, LOG}
+
+    def _on_SessionFinished(self, e: ev.SessionFinished) -> set[str]:
+        self.state, self.state_reason, self.awaiting = "finished", e.reason, None
+        if e.best is not None:
+            self.best_label, self.best = e.best.label, e.best
+        self._say(f"session finished: {e.reason}")
+        return {STATUS, LOG, TREE}
+
+    def _on_Failed(self, e: ev.Failed) -> set[str]:
+        self.state, self.error = "failed", e.message
+        self._say(f"failed: {e.message}")
+        return {STATUS, LOG}
+
+    def _on_Notice(self, e: ev.Notice) -> set[str]:
+        self._say(("warning: " if e.level == "warning" else "") + e.message)
+        return {LOG}
+
+    def ended(self, status: str, reason: str) -> set[str]:
+        """The session's coroutine returned (finished, stopped, paused for a fault)."""
+        if status == "stopped":
+            self.state, self.state_reason = "stopped", reason
+        elif status == "paused" and self.state != "paused":
+            self.state, self.state_reason = "paused", reason
+        elif status == "finished":
+            self.state, self.state_reason = "finished", reason
+        self.awaiting = None
+        return {STATUS}
+
+    def failed(self, message: str) -> set[str]:
+        self.state, self.error = "failed", message
+        self._say(f"error: {message}")
+        return {STATUS, LOG}
+
+
+def _ratio_ok(e: ev.AwaitingDecision) -> bool:
+    t = e.judgement.timing
+    return e.best_median_us is not None and t is not None and t.median_us > 0
+
+
+def _with_timing(j: Judgement, timing: Timing) -> Judgement:
+    return dataclasses.replace(j, timing=timing)
