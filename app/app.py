@@ -1,0 +1,174 @@
+"""The Textual application: themes, the remembered config, GPU telemetry polling, the command
+palette, and the two screens (start, run)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Iterable
+from functools import partial
+from multiprocessing import resource_tracker
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from app.config import AppConfig, load_config, save_config
+from app.messages import TelemetryRead
+from app.options import Defaults, SessionRequest
+from app.widgets.telemetry import NvmlSampler, TelemetryBar, TelemetrySampler
+from engine.fsr.session import SessionOptions
+from engine.gpu.telemetry import TelemetrySample
+from engine.judge.environment import JudgeEnvironment
+from engine.task import TaskLibrary
+from themes import COLORS_TCSS, DEFAULT_THEME, THEME_TITLES, THEMES, VARIABLE_DEFAULTS
+
+APP_TCSS = Path(__file__).parent / "app.tcss"
+# NVML reads take well under a millisecond; once a second is what nvidia-smi -l shows.
+TELEMETRY_INTERVAL_S = 1.0
+
+EnvironmentFactory = Callable[[SessionOptions], Awaitable[JudgeEnvironment | None]]
+OllamaLister = Callable[[str | None], Awaitable[list[str]]]
+
+
+async def list_ollama_models(host: str | None) -> list[str]:
+    """The models an ollama server offers; raises ModelError when it cannot be reached."""
+    from engine.llm.ollama_provider import OllamaProvider
+
+    provider = OllamaProvider("probe", host=host)
+    try:
+        return await provider.list_models()
+    finally:
+        await provider.close()
+
+
+class CudaLlmApp(App[int]):
+    CSS_PATH: ClassVar[list[str | Path]] = [APP_TCSS, COLORS_TCSS]
+    TITLE = "cuda-llm"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+t", "next_theme", "Theme", priority=True),
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+    ]
+
+    def __init__(
+        self,
+        defaults: Defaults | None = None,
+        start: SessionRequest | None = None,
+        *,
+        config_path: Path | None = None,
+        config_overrides: dict[str, Any] | None = None,
+        environment_factory: EnvironmentFactory | None = None,
+        telemetry: TelemetrySampler | None = None,
+        poll_telemetry: bool = True,
+        library: TaskLibrary | None = None,
+        ollama_lister: OllamaLister | None = None,
+    ) -> None:
+        """`environment_factory` replaces the judge environment a session would open (tests pass
+        one with a fake GPU); `telemetry` replaces the NVML sampler (None with poll_telemetry
+        False: no telemetry at all, as in snapshot tests)."""
+        super().__init__()
+        # The compiler pool starts spawn processes, and the first one starts multiprocessing's
+        # resource tracker, which inherits stderr. Once Textual runs, stderr is its capture object
+        # (no usable file descriptor), so the tracker is started now, with the real one.
+        resource_tracker.ensure_running()
+        self.defaults = defaults or Defaults()
+        self.start_request = start
+        self.config_path = config_path
+        loaded = load_config(config_path)
+        self.config: AppConfig = dataclasses.replace(loaded.config, **(config_overrides or {}))
+        self.config_warning = loaded.warning
+        self.environment_factory = environment_factory
+        self.sampler: TelemetrySampler | None = telemetry
+        if telemetry is None and poll_telemetry:
+            self.sampler = NvmlSampler(self.defaults.gpu)
+        self.telemetry_sample: TelemetrySample | None = None
+        self.library = library
+        self.ollama_lister = ollama_lister or list_ollama_models
+        for theme in THEMES:
+            self.register_theme(theme)
+        self.theme = self.config.theme if self.config.theme in self.available_themes else DEFAULT_THEME
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return {**super().get_theme_variable_defaults(), **VARIABLE_DEFAULTS}
+
+    def on_mount(self) -> None:
+        from app.screens.run import RunScreen
+        from app.screens.start import StartScreen
+
+        self.push_screen(StartScreen(self.defaults, self.config))
+        if self.start_request is not None:
+            self.push_screen(RunScreen(self.start_request))
+        if self.config_warning:
+            self.notify(self.config_warning, severity="warning", timeout=10)
+        if self.sampler is not None:
+            self.poll_telemetry()
+            self.set_interval(TELEMETRY_INTERVAL_S, self.poll_telemetry)
+
+    async def open_environment(self, options: SessionOptions) -> JudgeEnvironment | None:
+        """The judge environment for a new session: None lets the engine open the real one."""
+        if self.environment_factory is None:
+            return None
+        return await self.environment_factory(options)
+
+    # ---- config and themes -----------------------------------------------------------------------
+    def remember(self, **changes: Any) -> None:
+        self.config = dataclasses.replace(self.config, **changes)
+        problem = save_config(self.config, self.config_path)
+        if problem:
+            self.notify(problem, severity="warning")
+
+    def watch_theme(self, theme: str) -> None:
+        if self.is_running and theme != self.config.theme:
+            self.remember(theme=theme)
+
+    def action_next_theme(self) -> None:
+        names = [t.name for t in THEMES]
+        current = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(current + 1) % len(names)]
+        self.notify(f"theme: {THEME_TITLES.get(self.theme, self.theme)}", timeout=2)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for name, title in THEME_TITLES.items():
+            yield SystemCommand(
+                f"Theme: {title}", f"switch to the {title} theme (remembered)", partial(self._use, name)
+            )
+        helps: dict[str, str] = getattr(screen, "ACTION_HELP", {})
+        for binding in screen.BINDINGS:
+            if not isinstance(binding, Binding):
+                continue
+            name = binding.action.partition("(")[0]
+            if screen.check_action(name, ()) is not True:
+                continue
+            title = f"{binding.description} ({binding.key})"
+            yield SystemCommand(title, helps.get(name, binding.description), partial(screen.run_action, binding.action))
+
+    def _use(self, theme: str) -> None:
+        self.theme = theme
+
+    # ---- telemetry ---------------------------------------------------------------------------------
+    def poll_telemetry(self) -> None:
+        self.run_worker(self._read_telemetry, thread=True, group="telemetry", exclusive=True, exit_on_error=False)
+
+    def _read_telemetry(self) -> None:  # in a thread: NVML calls block
+        sampler = self.sampler
+        try:
+            sample = sampler() if sampler is not None else None
+        except Exception:
+            sample = None
+        self.post_message(TelemetryRead(sample))
+
+    def on_telemetry_read(self, message: TelemetryRead) -> None:
+        self.telemetry_sample = message.sample
+        for bar in self.screen.query(TelemetryBar):
+            bar.set_sample(message.sample)
+
+    # ---- leaving ---------------------------------------------------------------------------------
+    async def action_quit(self) -> None:
+        from app.screens.run import RunScreen
+
+        for screen in list(self.screen_stack):
+            if isinstance(screen, RunScreen):
+                await screen.shutdown()
+        self.exit(0)

@@ -1,0 +1,42 @@
+"""`cuda-llm` with no command (or `cuda-llm run` without --headless): the terminal UI."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def run_tui(args: argparse.Namespace) -> int:
+    from app.app import CudaLlmApp
+    from app.options import Defaults, SessionRequest
+    from engine.cli.run_cmd import loop_overrides, loop_settings, session_options
+
+    defaults = Defaults(
+        db=args.db,
+        host=args.host,
+        base_url=args.base_url,
+        compile_only=args.compile_only,
+        arch=args.arch,
+        gpu=args.gpu,
+        loop=loop_settings(args),
+    )
+    overrides = {
+        k: v for k, v in loop_overrides(args).items() if k in ("candidates", "rounds", "repairs") and v is not None
+    }
+    if args.model:
+        overrides["model"] = args.model
+    start = None
+    if getattr(args, "command", None) == "run":
+        if args.resume is None and (not args.task or not args.model):
+            print("cuda-llm: run needs TASK and --model SPEC (or --resume ID)", file=sys.stderr)
+            return 2
+        start = SessionRequest(session_options(args, args.task))
+    config = Path(args.config) if getattr(args, "config", None) else None
+    app = CudaLlmApp(defaults, start, config_path=config, config_overrides=overrides)
+    if start is not None:
+        # The run screen starts with auto-accept as remembered (the TUI's point is to review).
+        start = SessionRequest(start.options, app.config.auto_accept)
+        app.start_request = start
+    app.run()
+    return app.return_code or 0

@@ -1,0 +1,391 @@
+"""The start screen: pick a task and a model (ollama's models when its server answers, the config's
+endpoints, stored sessions to replay, or manual), N, D and the stop rules; or resume a stored session.
+The last choices come back next time (app.config)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import (
+    Button,
+    Checkbox,
+    DataTable,
+    Footer,
+    Input,
+    Label,
+    OptionList,
+    Static,
+    TabbedContent,
+    TabPane,
+)
+from textual.widgets.option_list import Option
+
+from app.catalog import Catalog, TaskRow, load_catalog, load_tasks
+from app.config import AppConfig
+from app.messages import ModelsListed
+from app.options import Choices, Defaults, SessionRequest, new_session, resume_session
+from app.screens.modals import HelpScreen
+from app.widgets.telemetry import TelemetryBar
+from engine.errors import UserError
+from engine.llm.ollama_provider import ollama_url
+
+MODEL_KINDS = ("ollama", "openai", "replay", "manual")
+REPLAYS_LISTED = 10
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    spec: str
+    title: str
+    host: str | None = None
+    base_url: str | None = None
+    endpoint: str | None = None
+
+
+def _int(text: str, name: str, low: int, high: int | None = None) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number") from None
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{name} must be {low} to {high}" if high else f"{name} must be at least {low}")
+    return value
+
+
+class StartScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f1", "help", "Help", priority=True),
+        Binding("f5", "start", "Start", priority=True),
+        Binding("f6", "resume", "Resume session", priority=True),
+        Binding("f3", "sessions", "Sessions", priority=True),
+        Binding("f2", "new", "New", priority=True),
+    ]
+    ACTION_HELP: ClassVar[dict[str, str]] = {
+        "help": "this list",
+        "start": "start a session with the task, model and settings chosen",
+        "resume": "continue the session selected in the Sessions tab",
+        "sessions": "show the stored sessions",
+        "new": "show the new-session choices",
+    }
+
+    def __init__(self, defaults: Defaults, config: AppConfig) -> None:
+        super().__init__()
+        self.defaults = defaults
+        self.config = config
+        self.tasks: list[TaskRow] = []
+        self.catalog = Catalog([], {})
+        self.models: list[ModelChoice] = []
+        self.ollama_models: list[str] = []
+        self.chosen_model: ModelChoice | None = None
+
+    def compose(self) -> ComposeResult:
+        c = self.config
+        yield TelemetryBar(id="telemetry")
+        with TabbedContent(id="start-tabs"):
+            with TabPane("New session", id="tab-new"), Horizontal(id="start-new"):
+                with Vertical(id="task-col"):
+                    yield Input(placeholder="filter tasks", id="task-filter", compact=True)
+                    yield OptionList(id="task-list", compact=True)
+                    yield Static(id="task-summary")
+                with VerticalScroll(id="model-col"):
+                    yield Label("Model", classes="section")
+                    yield OptionList(id="model-list", compact=True)
+                    yield Static(id="model-status")
+                    yield Input(
+                        c.model or "",
+                        placeholder="ollama:MODEL, openai:MODEL, replay:ID or manual",
+                        id="model-spec",
+                        compact=True,
+                    )
+                    with Horizontal(classes="field"):
+                        yield Label("N candidates")
+                        yield Input(str(c.candidates), type="integer", id="opt-n", compact=True)
+                        yield Label("D rounds")
+                        yield Input(str(c.rounds), type="integer", id="opt-d", compact=True)
+                    with Horizontal(classes="field"):
+                        yield Label("R repairs")
+                        yield Input(str(c.repairs), type="integer", id="opt-r", compact=True)
+                        yield Label("K patience")
+                        yield Input(str(c.patience), type="integer", id="opt-k", compact=True)
+                    with Horizontal(classes="field"):
+                        yield Label("stop at roofline share (0: never)")
+                        yield Input(f"{c.target_roofline:g}", type="number", id="opt-target", compact=True)
+                    yield Checkbox("auto-accept each round's winner", c.auto_accept, id="opt-auto", compact=True)
+                    yield Button("Start (F5)", variant="primary", id="start", compact=True)
+            with TabPane("Sessions", id="tab-sessions"), Vertical(id="sessions-col"):
+                table = DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
+                table.add_columns("id", "task", "model", "status", "rounds", "best", "device", "updated")
+                yield table
+                yield Static(
+                    "Enter or F6 resumes the selected session; replay it from the model list.", id="sessions-hint"
+                )
+        yield Static(id="start-message")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        bar = self.query_one(TelemetryBar)
+        bar.set_context("cuda-llm · a language model writes CUDA kernels; the GPU proves them right and fast")
+        bar.set_sample(getattr(self.app, "telemetry_sample", None))
+        self.tasks = load_tasks(getattr(self.app, "library", None))
+        self.reload_catalog()
+        self.list_ollama_models()
+        self.query_one("#task-list", OptionList).focus()
+
+    def on_screen_resume(self) -> None:
+        self.reload_catalog()
+
+    # ---- data --------------------------------------------------------------------------------
+    def reload_catalog(self) -> None:
+        self.catalog = load_catalog(self.defaults.db)
+        if self.catalog.error:
+            self.say(self.catalog.error, error=True)
+        self.fill_tasks(self.query_one("#task-filter", Input).value)
+        self.fill_sessions()
+        self.fill_models()
+
+    def fill_tasks(self, filter_text: str = "") -> None:
+        options = self.query_one("#task-list", OptionList)
+        wanted = filter_text.strip().lower()
+        rows = [t for t in self.tasks if not wanted or wanted in t.name.lower() or wanted in t.summary.lower()]
+        highlighted = self.selected_task() or self.config.task
+        options.clear_options()
+        width = max((len(t.name) for t in rows), default=10)
+        for t in rows:
+            best = self.catalog.last_best.get(t.name, "")
+            text = Text(t.name.ljust(width + 1), style="bold")
+            text.append(f"{t.category:<9}", style="dim")
+            if t.error:
+                text.append(" broken task file", style="bold")
+            elif best:
+                text.append(best.split(" (")[0])
+            options.add_option(Option(text, id=t.name, disabled=t.error is not None))
+        for i, t in enumerate(rows):
+            if t.name == highlighted:
+                options.highlighted = i
+                break
+        else:
+            if rows:
+                options.highlighted = 0
+        self.show_task_summary()
+
+    def selected_task(self) -> str | None:
+        options = self.query_one("#task-list", OptionList)
+        if options.highlighted is None or options.option_count == 0:
+            return None
+        return options.get_option_at_index(options.highlighted).id
+
+    def show_task_summary(self) -> None:
+        name = self.selected_task()
+        row = next((t for t in self.tasks if t.name == name), None)
+        summary = self.query_one("#task-summary", Static)
+        if row is None:
+            summary.update("no task matches the filter")
+            return
+        if row.error:
+            summary.update(f"{row.name}: {row.error}")
+            return
+        best = self.catalog.last_best.get(row.name)
+        summary.update(f"{row.summary}\nlast best: {best}" if best else f"{row.summary}\nnot optimised yet")
+
+    def fill_sessions(self) -> None:
+        table = self.query_one("#sessions", DataTable)
+        table.clear()
+        for s in self.catalog.sessions:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.updated_at))
+            table.add_row(
+                str(s.id), s.task, s.model, s.status, str(s.rounds), s.best or "-", s.device, when, key=str(s.id)
+            )
+
+    def fill_models(self) -> None:
+        host = self.defaults.host
+        choices = [ModelChoice(f"ollama:{m}", f"ollama  {m}", host=host) for m in self.ollama_models]
+        for ep in self.config.endpoints:
+            model = ep.model or "(type the model below)"
+            if ep.kind == "openai":
+                choices.append(ModelChoice(ep.spec, f"{ep.name}  openai {model}", base_url=ep.url, endpoint=ep.name))
+            else:
+                choices.append(ModelChoice(ep.spec, f"{ep.name}  ollama {model}", host=ep.url, endpoint=ep.name))
+        choices.append(ModelChoice("manual", "manual  you write each kernel in the editor"))
+        for s in self.catalog.sessions[:REPLAYS_LISTED]:
+            choices.append(ModelChoice(f"replay:{s.id}", f"replay {s.id}  {s.task} · {s.model} · {s.status}"))
+        self.models = choices
+        options = self.query_one("#model-list", OptionList)
+        options.clear_options()
+        for i, m in enumerate(choices):
+            options.add_option(Option(m.title, id=f"model-{i}"))
+        wanted = self.query_one("#model-spec", Input).value.strip() or self.config.model
+        endpoint = self.chosen_model.endpoint if self.chosen_model else self.config.endpoint
+        for i, m in enumerate(choices):
+            if m.spec == wanted and (m.endpoint == endpoint or not endpoint):
+                options.highlighted = i
+                self.chosen_model = m
+                break
+
+    @work(exclusive=True, group="ollama", exit_on_error=False)
+    async def list_ollama_models(self) -> None:
+        try:
+            url = ollama_url(self.defaults.host)
+        except UserError as exc:
+            self.post_message(ModelsListed("ollama", "", [], str(exc)))
+            return
+        try:
+            models = await self.app.ollama_lister(self.defaults.host)  # type: ignore[attr-defined]
+        except Exception:
+            self.post_message(
+                ModelsListed("ollama", url, [], f"no ollama server at {url}: start `ollama serve`, or pick manual")
+            )
+        else:
+            self.post_message(ModelsListed("ollama", url, list(models)))
+
+    def on_models_listed(self, message: ModelsListed) -> None:
+        status = self.query_one("#model-status", Static)
+        if message.error:
+            status.update(message.error)
+            status.add_class("-error")
+        else:
+            status.remove_class("-error")
+            status.update(f"ollama at {message.url}: {len(message.models)} model(s)")
+        self.ollama_models = message.models
+        self.fill_models()
+
+    # ---- events ------------------------------------------------------------------------------
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "task-filter":
+            self.fill_tasks(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "task-filter":
+            self.query_one("#task-list", OptionList).focus()
+        elif event.input.id in ("model-spec", "opt-n", "opt-d", "opt-r", "opt-k", "opt-target"):
+            self.action_start()
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option_list.id == "task-list":
+            self.show_task_summary()
+        elif event.option_list.id == "model-list":
+            self.pick_model(event.option_index)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option_list.id == "task-list":
+            self.query_one("#model-list", OptionList).focus()
+        elif event.option_list.id == "model-list":
+            self.pick_model(event.option_index)
+            self.query_one("#opt-n", Input).focus()
+
+    def pick_model(self, index: int) -> None:
+        if 0 <= index < len(self.models):
+            self.chosen_model = self.models[index]
+            if self.chosen_model.spec:
+                self.query_one("#model-spec", Input).value = self.chosen_model.spec
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "start":
+            self.action_start()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id == "sessions":
+            self.action_resume()
+
+    # ---- actions -----------------------------------------------------------------------------
+    def say(self, text: str, error: bool = False) -> None:
+        line = self.query_one("#start-message", Static)
+        line.set_class(error, "-error")
+        line.update(text)
+
+    def choices(self) -> Choices:
+        task = self.selected_task()
+        if task is None:
+            raise ValueError("pick a task")
+        spec = self.query_one("#model-spec", Input).value.strip()
+        if spec.partition(":")[0].lower() not in MODEL_KINDS or (spec.lower() != "manual" and ":" not in spec):
+            raise ValueError("pick a model, or type one: ollama:MODEL, openai:MODEL, replay:ID or manual")
+
+        def value(field_id: str) -> str:
+            return self.query_one(f"#{field_id}", Input).value
+
+        try:
+            target = float(value("opt-target") or 0)
+        except ValueError:
+            raise ValueError("the roofline share must be a number such as 0.9") from None
+        if not 0 <= target <= 1:
+            raise ValueError("the roofline share must be between 0 and 1")
+        chosen = self.chosen_model if self.chosen_model and self.chosen_model.spec == spec else None
+        return Choices(
+            task=task,
+            model=spec,
+            candidates=_int(value("opt-n"), "N", 1, 32),
+            rounds=_int(value("opt-d"), "D", 1),
+            repairs=_int(value("opt-r"), "R", 0),
+            patience=_int(value("opt-k"), "K", 0),
+            target_roofline=target,
+            auto_accept=self.query_one("#opt-auto", Checkbox).value,
+            host=chosen.host if chosen else None,
+            base_url=chosen.base_url if chosen else None,
+        )
+
+    def action_start(self) -> None:
+        try:
+            c = self.choices()
+        except ValueError as exc:
+            self.say(str(exc), error=True)
+            return
+        endpoint = self.chosen_model.endpoint if self.chosen_model and self.chosen_model.spec == c.model else None
+        self.app.remember(  # type: ignore[attr-defined]
+            task=c.task,
+            model=c.model,
+            endpoint=endpoint,
+            candidates=c.candidates,
+            rounds=c.rounds,
+            repairs=c.repairs,
+            patience=c.patience,
+            target_roofline=c.target_roofline,
+            auto_accept=c.auto_accept,
+        )
+        self.config = self.app.config  # type: ignore[attr-defined]
+        self.say("")
+        self.open_run(new_session(self.defaults, c))
+
+    def action_resume(self) -> None:
+        table = self.query_one("#sessions", DataTable)
+        if table.row_count == 0:
+            self.say("no stored sessions to resume", error=True)
+            return
+        row = table.get_row_at(table.cursor_row)
+        session_id = int(row[0])
+        self.say("")
+        self.open_run(resume_session(self.defaults, session_id, self.query_one("#opt-auto", Checkbox).value))
+
+    def open_run(self, request: SessionRequest) -> None:
+        from app.screens.run import RunScreen
+
+        self.app.push_screen(RunScreen(request))
+
+    def action_sessions(self) -> None:
+        self.query_one("#start-tabs", TabbedContent).active = "tab-sessions"
+        self.query_one("#sessions", DataTable).focus()
+
+    def action_new(self) -> None:
+        self.query_one("#start-tabs", TabbedContent).active = "tab-new"
+        self.query_one("#task-list", OptionList).focus()
+
+    def action_help(self) -> None:
+        rows = [
+            (b.key.upper(), b.description, self.ACTION_HELP.get(b.action, ""))
+            for b in self.BINDINGS
+            if isinstance(b, Binding)
+        ]
+        rows += [
+            ("tab", "next field", "move between the task list, the model list and the settings"),
+            ("ctrl+t", "theme", "next theme (dark, light, high contrast); remembered"),
+            ("ctrl+p", "palette", "every action, searchable"),
+            ("ctrl+q", "quit", "leave cuda-llm"),
+        ]
+        self.app.push_screen(HelpScreen("Start screen keys", rows))

@@ -1,0 +1,152 @@
+"""The kernel pane: the focused candidate's CUDA source (highlighted), its launch plan, and a diff
+against the current best."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static, TabbedContent, TabPane, TextArea
+
+from app.state import CandidateView, SessionView
+from app.widgets.cuda import use_cuda
+from engine.contract.plan import LaunchPlan
+from engine.judge.judgement import Judgement
+
+_CUDA_BLOCK = re.compile(r"```(?:cuda|cu|c\+\+|cpp)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
+_JSON_BLOCK = re.compile(r"```json[ \t]*\n(.*?)(?:```|\Z)", re.S)
+
+
+def source_of(c: CandidateView | None, fallback: Judgement | None = None) -> tuple[str, str]:
+    """(source, plan JSON) of a candidate: parsed when judged, else the code blocks of its reply."""
+    if c is not None and c.judgement is not None and c.judgement.candidate is not None:
+        cand = c.judgement.candidate
+        return cand.source, plan_json(cand.plan)
+    if c is not None and c.reply:
+        code = _CUDA_BLOCK.search(c.reply)
+        plan = _JSON_BLOCK.search(c.reply)
+        return (code.group(1).rstrip() if code else ""), (plan.group(1).strip() if plan else "")
+    if c is None and fallback is not None and fallback.candidate is not None:
+        return fallback.candidate.source, plan_json(fallback.candidate.plan)
+    return "", ""
+
+
+def plan_json(plan: LaunchPlan) -> str:
+    return json.dumps(plan.to_json(), indent=2)
+
+
+def launch_lines(plan: LaunchPlan) -> list[str]:
+    """`kernel<<<grid, block, shared>>>(args)`: the plan as a CUDA programmer reads it."""
+    out = []
+    for la in plan.launches:
+        grid, block = ", ".join(la.grid), ", ".join(la.block)
+        shared = f", {la.shared_bytes}" if la.shared_bytes not in ("0", "") else ""
+        out.append(f"{la.kernel}<<<({grid}), ({block}){shared}>>>({', '.join(a.text for a in la.args)})")
+    for s in plan.scratch:
+        out.append(f"scratch {s.name}: {s.dtype}[{s.count}] (zero-filled)")
+    return out
+
+
+class KernelPane(Vertical):
+    def __init__(self, view: SessionView, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.view = view
+        self.border_title = "kernel"
+        self._shown: tuple[str, str, str] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="kernel-title", classes="pane-title")
+        with TabbedContent(id="kernel-tabs"):
+            with TabPane("source", id="kernel-source-tab"):
+                yield TextArea.code_editor("", read_only=True, id="kernel-source", soft_wrap=False)
+            with TabPane("plan", id="kernel-plan-tab"):
+                yield Static(id="kernel-launches")
+                yield TextArea.code_editor("", language=None, read_only=True, id="kernel-plan")
+            with TabPane("diff vs best", id="kernel-diff-tab"), VerticalScroll():
+                yield Static(id="kernel-diff")
+
+    def on_mount(self) -> None:
+        source = self.query_one("#kernel-source", TextArea)
+        use_cuda(source)
+        self.apply_theme()
+        self.show()
+
+    def apply_theme(self) -> None:
+        from themes import CODE_THEMES, code_theme_for
+
+        theme = self.app.current_theme
+        for area in self.query(TextArea):
+            for t in CODE_THEMES:
+                area.register_theme(t)
+            area.theme = code_theme_for(theme.name, theme.dark)
+        self._shown = None
+        if self.is_mounted:
+            self.show()
+
+    def show(self) -> None:
+        view = self.view
+        c = view.focused()
+        best = view.best_source()
+        source, plan = source_of(c, best)
+        label = c.label if c else (best.label if best else "")
+        best_label = best.label if best else ""
+        title = self._title(c, label, best_label)
+        self.query_one("#kernel-title", Static).update(title)
+        if self._shown == (label, source, plan) and best_label == getattr(self, "_best_shown", None):
+            return
+        self._shown, self._best_shown = (label, source, plan), best_label
+        area = self.query_one("#kernel-source", TextArea)
+        if area.text != source:
+            area.load_text(source)
+        self.query_one("#kernel-plan", TextArea).load_text(plan)
+        launches = ""
+        if c is not None and c.judgement is not None and c.judgement.candidate is not None:
+            launches = "\n".join(launch_lines(c.judgement.candidate.plan))
+        elif c is None and best is not None and best.candidate is not None:
+            launches = "\n".join(launch_lines(best.candidate.plan))
+        self.query_one("#kernel-launches", Static).update(launches)
+        best_src = best.candidate.source if best is not None and best.candidate is not None else ""
+        self.query_one("#kernel-diff", Static).update(self._diff(best_label, best_src, label, source))
+
+    def _title(self, c: CandidateView | None, label: str, best_label: str) -> str:
+        if c is None:
+            return f"{label} (the current best)" if label else "no kernel yet"
+        state = self.view.word(c.state)
+        timing = f", {c.median_us:.1f} us" if c.median_us is not None else ""
+        best = " ★ best" if label == best_label else ""
+        return f"{label}: {state}{timing}{best}"
+
+    def _diff(self, best_label: str, best_src: str, label: str, source: str) -> Text:
+        if not source:
+            return Text("no source yet")
+        if not best_src or label == best_label:
+            return Text(f"{label} is the current best: nothing to compare")
+        colors = self.app.theme_variables
+        styles = {
+            "+": colors.get("status-correct", "green"),
+            "-": colors.get("status-wrong", "red"),
+            "@": colors.get("status-compiled", "cyan"),
+        }
+        out = Text()
+        diff = difflib.unified_diff(
+            best_src.splitlines(), source.splitlines(), f"best {best_label}", label, lineterm="", n=2
+        )
+        any_line = False
+        for line in diff:
+            any_line = True
+            style = styles.get(line[:1], "") if not line.startswith(("+++", "---")) else "bold"
+            out.append(line + "\n", style=style)
+        return out if any_line else Text(f"{label} has the same source as the best ({best_label})")
+
+    def jump_to(self, line: int, column: int) -> None:
+        """Show source line `line` (1-based) with the cursor on `column`."""
+        self.query_one("#kernel-tabs", TabbedContent).active = "kernel-source-tab"
+        area = self.query_one("#kernel-source", TextArea)
+        row = max(0, min(line - 1, area.document.line_count - 1))
+        col = max(0, column - 1)
+        area.move_cursor((row, col), center=True)
+        area.focus()

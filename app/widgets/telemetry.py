@@ -1,0 +1,75 @@
+"""The telemetry bar: what runs where, and the GPU's live state from NVML (SM clock, temperature,
+power, utilisation, memory), or "no GPU" when there is none to read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Static
+
+from engine.gpu.telemetry import Nvml, TelemetrySample
+
+GIB = 1024**3
+
+
+def telemetry_text(sample: TelemetrySample | None) -> str:
+    if sample is None:
+        return "GPU: no telemetry (no NVML device)"
+    parts = []
+    if sample.sm_clock_mhz is not None:
+        peak = f"/{sample.max_sm_clock_mhz}" if sample.max_sm_clock_mhz else ""
+        parts.append(f"SM {sample.sm_clock_mhz}{peak} MHz")
+    if sample.temperature_c is not None:
+        parts.append(f"{sample.temperature_c} °C")
+    if sample.power_w is not None:
+        limit = f"/{sample.power_limit_w:.0f}" if sample.power_limit_w else ""
+        parts.append(f"{sample.power_w:.0f}{limit} W")
+    if sample.utilization_gpu is not None:
+        parts.append(f"util {sample.utilization_gpu}%")
+    if sample.memory_used is not None and sample.memory_total:
+        parts.append(f"mem {sample.memory_used / GIB:.1f}/{sample.memory_total / GIB:.0f} GiB")
+    if sample.hard_throttle:
+        parts.append("THROTTLED: " + ", ".join(sample.hard_throttle))
+    if sample.other_processes:
+        parts.append(f"{sample.other_processes} other process(es) on the GPU")
+    return " · ".join(parts) or "GPU: no readings"
+
+
+class TelemetryBar(Horizontal):
+    """One line: the GPU on the right (always whole), the session on the left (cut to fit)."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.sample: TelemetrySample | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("cuda-llm", id="bar-context")
+        yield Static(telemetry_text(None), id="bar-gpu")
+
+    def set_context(self, text: str) -> None:
+        self.query_one("#bar-context", Static).update(text)
+
+    def set_sample(self, sample: TelemetrySample | None) -> None:
+        self.sample = sample
+        self.query_one("#bar-gpu", Static).update(telemetry_text(sample))
+
+
+TelemetrySampler = Callable[[], TelemetrySample | None]
+
+
+@dataclass
+class NvmlSampler:
+    """Reads GPU `index` through NVML; opened on first use, in the poller's thread."""
+
+    index: int = 0
+    _nvml: Nvml | None = None
+    _tried: bool = False
+
+    def __call__(self) -> TelemetrySample | None:
+        if not self._tried:
+            self._tried = True
+            self._nvml = Nvml.open(index=self.index)
+        return self._nvml.sample() if self._nvml is not None else None
