@@ -146,16 +146,21 @@ def _resources(i: int, kernel: str) -> LaunchResources:
 
 
 def _wrong_report(cases: list[str], resources: tuple[LaunchResources, ...]) -> ValidationReport:
-    case = cases[2] if len(cases) > 2 else cases[-1]
-    mismatches = tuple(
-        Mismatch("c", (997 + k,), 1.5 + k, 0.0, 1.5 + k, 1.0, case) for k in range(3)
+    """Wrong in one case: the last three elements checked, two wrong values and one never written."""
+    case = next((c for c in cases if c.startswith("n=1000 ")), cases[len(cases) // 2])
+    nan = float("nan")
+    mismatches = (
+        Mismatch("c", (997,), 1.5, 0.0, 1.5, 1.0, case),
+        Mismatch("c", (998,), 2.5, 0.0, 2.5, 1.0, case),
+        Mismatch("c", (999,), 3.5, nan, nan, nan, case),
     )
     reports = tuple(
-        CaseReport(c, c != case, 1000, 3 if c == case else 0, 0, 0.1 if c != case else 1e6) for c in cases
+        CaseReport(c, c != case, 1000, 3 if c == case else 0, 1 if c == case else 0, 1e6 if c == case else 0.1)
+        for c in cases
     )
     return ValidationReport(
         "wrong",
-        f"wrong in 1 of {len(cases)} cases; first: {case}: 3 elements wrong",
+        f"wrong in 1 of {len(cases)} cases; first: {case}: 3 elements wrong (1 never written)",
         reports,
         mismatches,
         ("the last 3 elements are wrong",),
