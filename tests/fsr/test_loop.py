@@ -3,59 +3,13 @@ ollama and openai client libraries, recording into a real SQLite store."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from llm_servers import Reply
 from scripted import BROKEN_KERNEL, chunked, reply
+from session_driver import options, run_session
 
 from engine.fsr import events as ev
-from engine.fsr.control import Controller
-from engine.fsr.session import SessionOptions, open_session
-from engine.fsr.settings import LoopSettings
-from engine.llm.base import GenerateOptions, RetryPolicy
 from engine.store.sessions import SessionStore
-
-# Retries in tests: as in production, but without the seconds of backoff.
-FAST_RETRY = RetryPolicy(attempts=2, base_delay_s=0.01, max_delay_s=0.05)
-FAST_GEN = GenerateOptions(timeout_s=10.0, first_token_timeout_s=5.0)
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[ev.Event] = []
-
-    def __call__(self, event: ev.Event) -> None:
-        self.events.append(event)
-
-    def of(self, kind: type) -> list:
-        return [e for e in self.events if isinstance(e, kind)]
-
-    def final_statuses(self) -> dict[str, str]:
-        """Each candidate's status after its last stage."""
-        return {e.judgement.label: e.judgement.status for e in self.of(ev.CandidateJudged)}
-
-
-def options(tmp_path, model: str, **loop) -> SessionOptions:
-    settings = dataclasses.replace(LoopSettings(retry=FAST_RETRY, generate=FAST_GEN, patience=None), **loop)
-    return SessionOptions(
-        task="vector_add", model=model, loop=settings, db=str(tmp_path / "sessions.db"), compile_only=True, arch="sm_90"
-    )
-
-
-async def run_session(
-    opts: SessionOptions, host: str | None = None, base_url: str | None = None, control: Controller | None = None
-):
-    opts = dataclasses.replace(opts, host=host, base_url=base_url)
-    control = control or Controller(auto_accept=True, stop_when_paused=True)
-    recorder = Recorder()
-    session = await open_session(opts, control)
-    session.bus.subscribe(recorder)
-    try:
-        result = await session.run()
-    finally:
-        await session.close()
-    return result, recorder
 
 
 async def test_compile_error_reaches_the_repair_prompt(tmp_path, llm_server):
