@@ -55,6 +55,9 @@ SERVE_POLL_S = 0.01
 # The size of each chunk of a Reply.big() reply: a thousand chunks of a kilobyte for 1 MB.
 BIG_CHUNK_CHARS = 1000
 
+# Stands for the invalid bytes in the JSON text of an invalid_utf8 chunk until it is written.
+INVALID_UTF8_PLACEHOLDER = "@@not-utf-8@@"
+
 NO_SCRIPT_MESSAGE = "loopback server: no scripted reply left (call server.script(...) or set server.default)"
 
 
@@ -81,6 +84,7 @@ class Reply:
     cut_at: int | None = None  # drop the connection (incomplete chunked body) before this chunk
     malformed_at: int | None = None  # send a line that is not JSON before this chunk
     error_at: int | None = None  # send an error line/event (text: message) and end the stream
+    invalid_utf8_at: int | None = None  # send a text chunk holding bytes that are not UTF-8
     repeat: bool = False  # repeat the chunks until the client hangs up (bounded, see module doc)
     chunk_delay_s: float = 0.0  # pause after each chunk (makes requests long enough to overlap)
     finish: bool = True  # send done:true / finish_reason + [DONE]; False: end cleanly without them
@@ -142,6 +146,12 @@ class Reply:
     def error_line(cls, message: str = "model runner crashed", *chunks: str, at: int = 1) -> Reply:
         """An in-stream error: ollama's {"error": ...} line, OpenAI's data: {"error": {...}} event."""
         return cls(chunks=tuple(chunks) or ("ok ", "lost"), error_at=at, message=message)
+
+    @classmethod
+    def invalid_utf8(cls, *chunks: str, at: int = 1) -> Reply:
+        """A text chunk whose JSON string holds the raw bytes 0xff 0xfe (no UTF-8 spells them), as a
+        server that splits a multi-byte character between tokens can send."""
+        return cls(chunks=tuple(chunks) or ("ok ", "rest"), invalid_utf8_at=at)
 
     @classmethod
     def empty(cls) -> Reply:
@@ -614,7 +624,7 @@ class _Handler(BaseHTTPRequestHandler):
             if self.owner._pause(reply.chunk_delay_s):
                 return "shutdown"
         for i, text in enumerate(self._pieces(reply)):
-            outcome = self._event_before(wire, reply, i)
+            outcome = self._event_before(wire, reply, i, model)
             if outcome is not None:
                 return outcome
             self._write(wire.chunk(model, text))
@@ -628,7 +638,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.repeat:
             self._end_body()
             return "limit"
-        outcome = self._event_before(wire, reply, len(reply.chunks))
+        outcome = self._event_before(wire, reply, len(reply.chunks), model)
         if outcome is not None:
             return outcome
         if reply.finish:
@@ -642,7 +652,7 @@ class _Handler(BaseHTTPRequestHandler):
             return itertools.islice(itertools.cycle(reply.chunks or ("again ",)), ENDLESS_MAX_CHUNKS)
         return iter(reply.chunks)
 
-    def _event_before(self, wire: _OllamaWire | _OpenAIWire, reply: Reply, i: int) -> str | None:
+    def _event_before(self, wire: _OllamaWire | _OpenAIWire, reply: Reply, i: int, model: str) -> str | None:
         """Play the scripted fault due before chunk i; return an outcome if it ends the reply."""
         if reply.cut_at == i:
             with contextlib.suppress(OSError):
@@ -651,6 +661,10 @@ class _Handler(BaseHTTPRequestHandler):
             return "cut"
         if reply.malformed_at == i:
             self._write(wire.malformed())
+        if reply.invalid_utf8_at == i:
+            self._write(
+                wire.chunk(model, INVALID_UTF8_PLACEHOLDER).replace(INVALID_UTF8_PLACEHOLDER.encode(), b"\xff\xfe")
+            )
         if reply.error_at == i:
             self._write(wire.error_line(reply.message.replace("{key}", self._bearer())))
             self._end_body()
