@@ -270,6 +270,7 @@ class FsrLoop:
             return await self._reuse(rec)
         if rec is not None and rec.reply is not None:
             reply = rec.reply  # received before the interruption, never judged: judge it now
+            completion = rec.completion
         else:
             if self.control.stopped:
                 return None
@@ -299,15 +300,23 @@ class FsrLoop:
                 raise SessionPausedError(str(exc)) from None
             state.tokens += (completion.prompt_tokens or 0) + (completion.completion_tokens or 0)
             self.emit(ev.ReplyReceived(self.sid, label, completion))
-        judgement = await self._judge_reply(label, reply, key)
+        cut = completion is not None and completion.finish_reason == "length"
+        judgement = await self._judge_reply(label, reply, key, cut)
         return judgement
 
     def _origin(self) -> str:
         return "replay" if self.provider.spec.startswith("replay:") else "model"
 
-    async def _judge_reply(self, label: str, reply: str, key: RequestKey) -> Judgement:
+    async def _judge_reply(self, label: str, reply: str, key: RequestKey, cut: bool = False) -> Judgement:
         cand = self.judge.parse(label, reply, origin=self._origin())  # type: ignore[arg-type]
         if isinstance(cand, Judgement):
+            if cut:
+                # "No code block" or "never closed" alone hides the cause: the model wrote too much.
+                cand = dataclasses.replace(
+                    cand,
+                    message=f"the reply reached the token limit ({self.settings.generate.max_tokens} tokens) and "
+                    f"was cut off: send only the kernels, the plan and a few sentences. {cand.message}",
+                )
             return self._record(cand, "parsed", key)
         return await self._judge_candidate(cand, key)
 
