@@ -31,11 +31,11 @@ class ManualProvider:
         self.prompts: dict[RequestKey, tuple[Message, ...]] = {}
 
     def __repr__(self) -> str:
-        return f"ManualProvider(waiting={sorted(self.waiting())})"
+        return f"ManualProvider(waiting={self.waiting()})"
 
     def waiting(self) -> list[RequestKey]:
         """The requests that wait for a person's text, oldest round first."""
-        return sorted(k for k, f in self._waiting.items() if not f.done())
+        return sorted((k for k, f in self._waiting.items() if not f.done()), key=lambda k: (k.round, k.attempt, k.slot))
 
     def provide(self, key: RequestKey, text: str) -> None:
         """Answer request `key` with `text` (the whole reply: a cuda block and a json block)."""

@@ -1,0 +1,175 @@
+"""The TUI beyond the main path: no model server (manual mode), resuming a stored session, faults
+that must never crash the app, telemetry, the command palette, and the layout at two sizes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from fakes.fake_gpu import FakeGpu, fake_environment
+from textual.widgets import TabbedContent, TextArea
+
+from app.screens.modals import EditScreen
+from app.screens.run import RunScreen
+from app.screens.start import StartScreen
+from engine.fsr import events as ev
+from engine.fsr.control import Controller
+from engine.fsr.session import SessionOptions, open_session
+from engine.gpu.telemetry import TelemetrySample
+from engine.judge.judgement import Judgement
+from tui.helpers import FAST_LOOP, by_request, make_app, screen_text, streamed, wait_for
+
+
+async def test_no_model_server_says_so_and_manual_works(tmp_path, refused_url):
+    app = make_app(tmp_path, refused_url, task="vector_add", model="manual", candidates=1, rounds=1)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: "no ollama server" in screen_text(app, "#model-status"), "the server line")
+        status = screen_text(app, "#model-status")
+        assert status == f"no ollama server at {refused_url}: start `ollama serve`, or pick manual"
+        assert "manual" in screen_text(app, "#model-list")
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: "waiting for your kernel" in screen_text(app, "#status"), "the manual request")
+        assert "r1-1 waiting for your kernel: F4 writes it" in screen_text(app, "#status")
+        await pilot.press("f4")
+        await wait_for(pilot, lambda: isinstance(app.screen, EditScreen), "the editor")
+        source = app.screen.query_one("#edit-source", TextArea)
+        assert "__global__ void vector_add" in source.text  # starts from the current best: the baseline
+        for area_id in ("#edit-source", "#edit-plan"):
+            area = app.screen.query_one(area_id, TextArea)
+            area.text = area.text.replace("vector_add", "vadd_us25")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: app.screen.view.awaiting is not None, "the decision on the written kernel")
+        assert "r1-1 correct 25.0 us" in screen_text(app, "#candidates")
+        await pilot.press("f2")
+        await wait_for(pilot, lambda: app.screen.view.state == "finished", "the end of the session")
+        assert "4.00x" in screen_text(app, "#status")
+
+
+async def test_resume_a_stored_session(tmp_path, llm_server):
+    llm_server.default = by_request({}, default=streamed("vadd_us50"))
+    db = str(tmp_path / "sessions.db")
+    control = Controller(auto_accept=True, stop_when_paused=True)
+    options = SessionOptions(
+        "vector_add", "ollama:loop-model", dataclasses.replace(FAST_LOOP, rounds=2, candidates=1), db, llm_server.url
+    )
+    session = await open_session(options, control, environment=fake_environment(FakeGpu()))
+    session.bus.subscribe(lambda e: control.stop() if isinstance(e, ev.RoundFinished) else None)
+    try:
+        first = await session.run()
+    finally:
+        await session.close()
+    assert first.status == "stopped"
+
+    app = make_app(tmp_path, llm_server.url)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: str(first.session_id) in screen_text(app, "#sessions"), "the stored session")
+        assert "stopped" in screen_text(app, "#sessions")
+        await pilot.press("f3")  # the Sessions tab
+        await pilot.press("f6")  # resume the selected one
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await wait_for(pilot, lambda: app.screen.view.state == "finished", "the resumed session's end")
+        log = screen_text(app, "#event-log")
+        assert f"session {first.session_id} resumed" in log
+        assert "round 2" in screen_text(app, "#candidates") and "r2-1" in screen_text(app, "#candidates")
+        assert "r1-1" not in screen_text(app, "#candidates"), "round 1 was done: it is not asked again"
+
+
+class BrokenGpu(FakeGpu):
+    async def validate(self, task, program):
+        if program.label != "baseline":
+            raise RuntimeError("the GPU fell off the bus")
+        return await super().validate(task, program)
+
+
+async def test_a_gpu_fault_is_a_state_not_a_crash(tmp_path, llm_server):
+    llm_server.default = by_request({}, default=streamed("vadd_us40"))
+    app = make_app(tmp_path, llm_server.url, BrokenGpu(), task="vector_add", model="ollama:loop-model", candidates=1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: app.screen.view.state == "failed", "the failure")
+        assert "the GPU fell off the bus" in screen_text(app, "#status")
+        assert app.is_running
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen again")
+
+
+async def test_a_session_that_cannot_open_says_why(tmp_path, llm_server):
+    app = make_app(tmp_path, llm_server.url, task="vector_add", model="ollama:loop-model")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        app.screen.query_one("#model-spec").value = "replay:999"
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: app.screen.view.state == "failed", "the error")
+        assert "no session 999" in screen_text(app, "#status")
+
+
+async def test_bad_choices_are_one_line_on_the_start_screen(tmp_path, refused_url):
+    app = make_app(tmp_path, refused_url, task="vector_add", model="")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        app.screen.query_one("#model-spec").value = "gpt-4"
+        await pilot.press("f5")
+        assert "pick a model, or type one" in screen_text(app, "#start-message")
+        app.screen.query_one("#model-spec").value = "manual"
+        app.screen.query_one("#opt-n").value = "0"
+        await pilot.press("f5")
+        assert screen_text(app, "#start-message") == "N must be 1 to 32"
+        assert isinstance(app.screen, StartScreen)
+
+
+async def test_telemetry_bar_shows_nvml_readings(tmp_path, refused_url):
+    sample = TelemetrySample(1755, 1980, 2619, 61, 412.0, 700.0, 97, 40, 12 * 1024**3, 80 * 1024**3, 0, 1)
+    app = make_app(tmp_path, refused_url)
+    app.sampler = lambda: sample
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.poll_telemetry()
+        await wait_for(pilot, lambda: "SM 1755/1980 MHz" in screen_text(app, "#bar-gpu"), "the telemetry")
+        bar = screen_text(app, "#bar-gpu")
+        assert "61 °C" in bar and "412/700 W" in bar and "util 97%" in bar and "mem 12.0/80 GiB" in bar
+        assert "1 other process(es)" in bar
+    app = make_app(tmp_path, refused_url)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        assert screen_text(app, "#bar-gpu") == "GPU: no telemetry (no NVML device)"
+
+
+async def test_palette_offers_the_screen_actions_and_themes(tmp_path, refused_url):
+    from app.options import SessionRequest
+
+    app = make_app(tmp_path, refused_url)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = RunScreen(SessionRequest(SessionOptions("vector_add", "manual")), autostart=False)
+        await app.push_screen(screen)
+        screen.view.state = "running"
+        winner = Judgement("r1-1", "correct", "correct")
+        screen.post_message(_event(ev.AwaitingDecision("1", 1, winner, 100.0)))
+        await pilot.pause()
+        titles = [c.title for c in app.get_system_commands(screen)]
+        for title in ("Accept (f2)", "Reject (f3)", "Edit (f4)", "Stop (f8)", "Theme: light", "Theme: high contrast"):
+            assert title in titles, titles
+        assert "Back (escape)" not in titles  # not while the session runs
+        await pilot.press("ctrl+p")
+        await pilot.press(*"high contrast", "enter")
+        await wait_for(pilot, lambda: app.theme == "cuda-contrast", "the palette's theme")
+
+
+def _event(event):
+    from app.messages import EngineEvent
+
+    return EngineEvent(event)
+
+
+async def test_layout_is_tabs_when_small_and_panes_when_large(tmp_path, refused_url):
+    from app.options import SessionRequest
+
+    app = make_app(tmp_path, refused_url)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = RunScreen(SessionRequest(SessionOptions("vector_add", "manual")), autostart=False)
+        await app.push_screen(screen)
+        await pilot.pause()
+        assert screen.query("#run-tabs").results(TabbedContent) and not screen.query("#run-body")
+        await pilot.resize_terminal(200, 60)
+        await wait_for(pilot, lambda: bool(screen.query("#run-body")), "the side-by-side layout")
+        assert not screen.query("#run-tabs")
+        for pane in ("#prompt-pane", "#kernel-pane", "#compiler-pane", "#validation-pane", "#latency-pane"):
+            assert screen.query_one(pane).region.width > 20
