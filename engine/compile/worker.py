@@ -25,10 +25,10 @@ _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def _limit_resources(settings: CompileSettings, parent_pid: int) -> None:
-    # RLIMIT_DATA (private writable memory, mmap included since Linux 4.7), not RLIMIT_AS: NVRTC
-    # reserves address space by the core count, and an RLIMIT_AS of 4 or 8 GiB made every compile
-    # three times slower on a 16-core H200 host (vector_add: 24 ms instead of 8), while
-    # RLIMIT_DATA costs nothing and stops the same memory bomb.
+    # RLIMIT_DATA counts memory actually allocated (mmap included since Linux 4.7); RLIMIT_AS
+    # also counts address space merely reserved, and the CUDA driver reserves tens of GiB when
+    # something loads it (NVRTC does, for its cache, unless told --no-cache): under RLIMIT_AS that
+    # load fails quietly and changes what NVRTC does. Both caps stop the memory bomb in the tests.
     _soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
     cap = settings.memory_limit_bytes
     if hard != resource.RLIM_INFINITY:

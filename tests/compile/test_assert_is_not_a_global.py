@@ -10,6 +10,7 @@ def test_assert_strings_are_not_flagged():
 
 
 def test_a_written_device_counter_is_flagged():
-    r = compile_in_process('__device__ int calls;\nextern "C" __global__ void k(int n) { atomicAdd(&calls, n); }',
-                           "sm_90")
+    r = compile_in_process(
+        '__device__ int calls;\nextern "C" __global__ void k(int n) { atomicAdd(&calls, n); }', "sm_90"
+    )
     assert r.ok and r.writes_device_globals and [g.name for g in r.device_globals] == ["calls"]

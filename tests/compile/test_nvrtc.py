@@ -41,6 +41,7 @@ def test_a_kernel_compiles_to_cubin_and_ptx(arch: str) -> None:
     assert f"-arch={arch}" in result.options and "--std=c++17" in result.options
     assert "-lineinfo" in result.options and "--ptxas-options=-v" in result.options
     assert not any("fast" in o for o in result.options)  # precision is the task's to decide
+    assert ("--no-cache" in result.options) == (result.nvrtc_version >= (12, 9))
     assert "\0" not in result.log
     assert 0 < result.elapsed_s < 30
 
@@ -93,6 +94,13 @@ def test_spills_are_reported_as_ptxas_says(arch: str) -> None:
     assert k.spill_load_bytes == said["spill_load"] > 0
     assert k.stack_frame_bytes == said["stack"] > 0
     assert k.registers == said["registers"] <= 32  # __launch_bounds__(1024, 2)
+
+
+def test_the_same_source_twice_reports_its_resources_twice() -> None:
+    """Against NVRTC's driver-backed cache (GPU machines only), whose hits come with an empty log."""
+    first, second = (compile_in_process(kernels.SPILLS + f"// {i}\n", "sm_90") for i in range(2))
+    assert first.kernels == second.kernels != ()
+    assert "Compiling entry function 'spills'" in second.log
 
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
