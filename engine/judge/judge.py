@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engine.compile.result import CompileResult
+from engine.compile.source import check_source
 from engine.contract.binding import bind_plan
 from engine.contract.errors import FormatError
 from engine.contract.reply import parse_reply
@@ -98,6 +99,9 @@ class Judge:
     # ---- stage 1: Compilation Verifier -------------------------------------------------------
     async def compile(self, cand: Candidate) -> Compiled | Judgement:
         try:
+            # The checks that cost nothing first (size, NUL, UTF-8, includes): a 5 MB source is refused
+            # at once, not after seconds of signature parsing on the event loop.
+            check_source(cand.source, self.settings.compile)
             kernels = parse_kernels(cand.source)
             # Plan errors that need no compiler are found first: a cheaper, clearer message.
             bind_plan(cand.plan, self.task, kernels)
