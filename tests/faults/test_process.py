@@ -1,0 +1,356 @@
+"""The process and the machine: kills, Ctrl-C, a full disk, a second instance, database files this
+version must migrate or must not touch. The kills and signals go to the real CLI in a child process
+(`python -m app.launcher run ... --headless --compile-only`); the rest run in process."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import signal
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from llm_servers import Reply
+from scripted import chunked, reply
+from session_driver import cli, cli_env, labels, options, run_session
+
+from engine.cli.main import main as cuda_llm
+from engine.store.sessions import SessionStore
+
+from .helpers import RoundWatcher, assert_kept, integrity, one_line, resume, session_row, snapshot
+
+GROUP = "process and machine"
+GOOD = chunked(reply())
+# Long enough that a kill or a signal certainly lands while this request is in flight; the server
+# ends the stall at teardown, so a test never waits it out.
+STALL_S = 8.0
+# How long a child process may take to reach a state the test waits for (imports, compiler start).
+WAIT_S = 60.0
+
+
+def wait_for(what: str, ready, *procs) -> None:
+    """Poll until ready() holds; fail at once if a child exits meanwhile."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        for p in procs:
+            assert p.poll() is None, f"exited before {what}: {p.communicate()}"
+        time.sleep(0.05)
+    for p in procs:
+        p.kill()
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def common(db: Path, server) -> list[str]:
+    return ["--headless", "--compile-only", "--db", str(db), "--host", server.url]
+
+
+def new_run(db: Path, server, env: dict[str, str], n: int, d: int):
+    """`cuda-llm run vector_add -N n -D d --headless --compile-only` in a child process."""
+    return cli(
+        "run", "vector_add", "--model", "ollama:loop-model", "-N", str(n), "-D", str(d), *common(db, server), env=env
+    )
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ---- kills and signals ------------------------------------------------------------------------------
+
+
+@pytest.mark.fault(
+    GROUP,
+    "SIGKILL of the application mid-round, then --resume",
+    "only the request in flight is lost; --resume asks for it again, keeps the rest, finishes; no candidate twice",
+)
+def test_sigkill_mid_round_then_resume(tmp_path, llm_server, observed):
+    db = tmp_path / "sessions.db"
+    env = cli_env(tmp_path)
+    # Round 1: two good replies; round 2: one good, one that hangs.
+    llm_server.script(GOOD, GOOD, GOOD, Reply.stall_first(STALL_S, reply()))
+    proc = cli(
+        "run", "vector_add", "--model", "ollama:loop-model", "-N", "2", "-D", "3", *common(db, llm_server), env=env
+    )
+    wait_for(
+        "round 2 to start",
+        lambda: db.exists() and any(label.startswith("r2-") and status for label, status, _ in labels(db)),
+        proc,
+    )
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    before = [label for label, _, _ in labels(db)]
+    # Which of the two round-2 requests got the hanging reply depends on arrival order at the server.
+    done_r2 = [label for label in before if label.startswith("r2-")]
+    assert len(done_r2) == 1, f"one round-2 request was in flight at the kill: {before}"
+    assert sorted(before) == sorted(["baseline", "r1-1", "r1-2", *done_r2])
+
+    requests_before = len(llm_server.chat_requests)
+    llm_server.default = GOOD
+    resumed = cli("run", "--resume", "1", *common(db, llm_server), env=env)
+    out, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    assert "session 1: finished" in out
+
+    after = labels(db)
+    names = [label for label, _, _ in after]
+    assert len(names) == len(set(names)), "a candidate was recorded twice"
+    assert names[:4] == before, "what was recorded before the kill stays, first"
+    assert set(names) == {"baseline", "r1-1", "r1-2", "r2-1", "r2-2", "r3-1", "r3-2"}
+    assert all(status == "compiled" and (has_reply or label == "baseline") for label, status, has_reply in after)
+    # Only the lost round-2 request and round 3 went to the model again; the other reply was kept.
+    asked_again = len(llm_server.chat_requests) - requests_before
+    assert asked_again == 3
+    assert integrity(db) == "ok" and session_row(db)[0] == "finished"
+    observed(f"killed with {before}; resume asked {asked_again} requests (the lost one + round 3), finished")
+
+
+@pytest.mark.fault(
+    GROUP,
+    "Ctrl-C (SIGINT) in headless mode",
+    "clean stop once the work in flight is recorded: status 'stopped', exit code 0; --resume finishes",
+)
+def test_ctrl_c_headless_then_resume(tmp_path, llm_server, observed):
+    db = tmp_path / "sessions.db"
+    env = cli_env(tmp_path)
+    stall = 1.5  # round 2's reply is in flight for this long when Ctrl-C lands
+    llm_server.script(GOOD, Reply.stall_first(stall, reply()))
+    llm_server.default = GOOD
+    proc = cli(
+        "run", "vector_add", "--model", "ollama:loop-model", "-N", "1", "-D", "3", *common(db, llm_server), env=env
+    )
+    wait_for("round 2's request", lambda: len(llm_server.chat_requests) >= 2, proc)
+    pressed = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    took = time.monotonic() - pressed
+    assert proc.returncode == 0, err
+    assert "session 1: stopped (stopped by the user)" in out
+    assert "stopping after the work in flight is recorded" in err and "Traceback" not in err
+    assert session_row(db)[0] == "stopped"
+    before = snapshot(db)
+    assert set(before) == {"baseline", "r1-1", "r2-1"}, "the reply in flight was recorded and judged"
+    assert before["r2-1"][0] == "compiled"
+
+    resumed = cli("run", "--resume", "1", *common(db, llm_server), env=env)
+    out2, err2 = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err2
+    assert "session 1: finished" in out2
+    after = snapshot(db)
+    assert set(after) == {"baseline", "r1-1", "r2-1", "r3-1"}
+    assert_kept(before, after)
+    assert integrity(db) == "ok" and session_row(db)[0] == "finished"
+    observed(f"stopped {took:.1f} s after Ctrl-C (a {stall} s reply was in flight), exit 0; resumed: finished")
+
+
+# ---- the disk fills up ---------------------------------------------------------------------------
+
+
+@pytest.mark.fault(
+    GROUP,
+    "disk full while writing the database (SQLite max_page_count)",
+    "session pauses with one line saying the disk is full; integrity_check ok; earlier rows intact; "
+    "once space is back, --resume finishes",
+)
+async def test_disk_full(tmp_path, llm_server, observed):
+    db = tmp_path / "sessions.db"
+    store = SessionStore(db)
+
+    def fill_the_disk() -> None:
+        # The file may not grow any more, and ballast takes whatever free space its pages still
+        # have: from here on the next write that adds a row fails with SQLITE_FULL, as on a full disk.
+        store.db.execute("CREATE TABLE ballast (b BLOB)")
+        pages = store.db.execute("PRAGMA page_count").fetchone()[0]
+        store.db.execute(f"PRAGMA max_page_count = {pages}")
+        for size in (4096, 512, 64, 8, 1):
+            with contextlib.suppress(sqlite3.OperationalError):
+                for _ in range(10_000):
+                    store.db.execute("INSERT INTO ballast VALUES (zeroblob(?))", (size,))
+
+    watcher = RoundWatcher(db, then=fill_the_disk)
+    llm_server.default = GOOD
+    opts = options(tmp_path, "ollama:loop-model", candidates=1, rounds=3)
+    result, _ = await run_session(opts, host=llm_server.url, recorder=watcher, store=store)
+    assert result.status == "paused"
+    assert one_line(result.reason) and "the disk is full; free space and resume the session" in result.reason
+    assert integrity(db) == "ok"
+    assert_kept(watcher.before, snapshot(db))
+    assert "r2-1" not in snapshot(db), "round 2 could not even record its prompt"
+    # Space is back (a new connection has no page limit): --resume asks for round 2 again and finishes.
+    resumed, _ = await resume(db, host=llm_server.url)
+    assert resumed.status == "finished", resumed.reason
+    after = snapshot(db)
+    assert set(after) == {"baseline", "r1-1", "r2-1", "r3-1"}
+    assert_kept(watcher.before, after)
+    assert integrity(db) == "ok"
+    observed(f"paused: {result.reason!r}; integrity ok; round 1 intact; resumed: finished")
+
+
+# ---- a second instance ---------------------------------------------------------------------------
+
+
+@pytest.mark.fault(
+    GROUP,
+    "a second instance resumes a session another live process is running",
+    "refused with one line naming the other process; nothing written; the first run finishes",
+)
+def test_second_instance_on_a_running_session(tmp_path, llm_server, observed):
+    db = tmp_path / "sessions.db"
+    env = cli_env(tmp_path)
+    llm_server.script(Reply.stall_first(2.0, reply()))  # keeps the first run busy in round 1
+    llm_server.default = GOOD
+    first = cli(
+        "run", "vector_add", "--model", "ollama:loop-model", "-N", "1", "-D", "2", *common(db, llm_server), env=env
+    )
+    wait_for("the first run's request", lambda: len(llm_server.chat_requests) >= 1, first)
+    before = snapshot(db)
+    second = cli("run", "--resume", "1", *common(db, llm_server), env=env)
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 2, (out, err)
+    assert err.strip() == f"cuda-llm: session 1 is being run by process {first.pid}; stop it first"
+    assert snapshot(db) == before, "the refused instance wrote nothing"
+    out1, err1 = first.communicate(timeout=60)
+    assert first.returncode == 0, err1
+    assert "session 1: finished" in out1 and set(snapshot(db)) == {"baseline", "r1-1", "r2-1"}
+    observed(f"refused: {err.strip()!r} (exit 2); the first run finished")
+
+
+@pytest.mark.fault(
+    GROUP,
+    "two processes run different sessions on one (new) database file",
+    "both finish; every candidate of each recorded once; integrity_check ok",
+)
+def test_two_instances_on_one_database(tmp_path, llm_server, observed):
+    db = tmp_path / "sessions.db"
+    env = cli_env(tmp_path)
+    # Slow enough that the two runs overlap, writing to the file at the same time.
+    llm_server.default = Reply.text(*[reply()[i : i + 40] for i in range(0, len(reply()), 40)], chunk_delay_s=0.01)
+    args = ["run", "vector_add", "--model", "ollama:loop-model", "-N", "2", "-D", "2", *common(db, llm_server)]
+    runs = [cli(*args, env=env), cli(*args, env=env)]  # both start on a file that does not exist yet
+    results = [p.communicate(timeout=120) for p in runs]
+    for p, (out, err) in zip(runs, results, strict=True):
+        assert p.returncode == 0, err
+        assert ": finished" in out
+    expected = {"baseline", "r1-1", "r1-2", "r2-1", "r2-2"}
+    for sid in (1, 2):
+        names = [label for label, _, _ in labels(db, sid)]
+        assert sorted(names) == sorted(expected), f"session {sid}: {names}"
+        assert session_row(db, sid)[0] == "finished"
+    assert integrity(db) == "ok"
+    assert llm_server.peak_concurrency >= 2
+    observed("both finished; sessions 1 and 2 each hold their 5 candidates once; integrity ok")
+
+
+# ---- database files this version must migrate, or must not touch ----------------------------------------
+
+
+async def make_v1_database(tmp_path, server) -> Path:
+    """A real one-round session, then taken back to schema 1 (what the first release wrote)."""
+    server.default = GOOD
+    result, _ = await run_session(options(tmp_path, "ollama:loop-model", candidates=1, rounds=1), host=server.url)
+    assert result.status == "finished"
+    db = tmp_path / "sessions.db"
+    con = sqlite3.connect(db)
+    try:
+        con.execute("DROP INDEX candidates_by_session")
+        for column in ("owner_pid", "owner_host", "tokens_used"):
+            con.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
+        con.execute("PRAGMA user_version = 1")
+        con.commit()
+    finally:
+        con.close()
+    return db
+
+
+@pytest.mark.fault(
+    GROUP,
+    "a database file from an older schema (version 1)",
+    "migrated in place on open; its sessions kept; --resume of an old session finishes",
+)
+async def test_older_schema_is_migrated(tmp_path, llm_server, observed):
+    db = await make_v1_database(tmp_path, llm_server)
+    before = snapshot(db)
+    resumed, _ = await resume(db, host=llm_server.url, rounds=2)
+    assert resumed.status == "finished", resumed.reason
+    con = sqlite3.connect(db)
+    try:
+        version = con.execute("PRAGMA user_version").fetchone()[0]
+        columns = {row[1] for row in con.execute("PRAGMA table_info(sessions)")}
+    finally:
+        con.close()
+    assert version == 2 and {"owner_pid", "owner_host", "tokens_used"} <= columns
+    after = snapshot(db)
+    assert_kept(before, after)
+    assert set(after) == {"baseline", "r1-1", "r2-1"}
+    assert integrity(db) == "ok"
+    observed(f"schema 1 -> {version} on open; the old session resumed and finished; its rows intact")
+
+
+def refused(capsys, db: Path) -> tuple[int, str, str]:
+    """`cuda-llm sessions --db DB` and `cuda-llm run --resume 1 --db DB` in process: both must refuse
+    the file the same way. Returns (exit code, stderr of `run`, the file's digest after both)."""
+    code = cuda_llm(["sessions", "--db", str(db)])
+    err = capsys.readouterr().err
+    code_run = cuda_llm(["run", "--resume", "1", "--headless", "--compile-only", "--db", str(db)])
+    err_run = capsys.readouterr().err
+    assert code == code_run == 2
+    assert err == err_run, "the same one line from every command"
+    return code, err.strip(), digest(db)
+
+
+@pytest.mark.fault(
+    GROUP,
+    "a database file from a newer schema",
+    "refused with one line (upgrade cuda-llm or use --db); exit code 2; the file is not touched",
+)
+def test_newer_schema_is_refused(tmp_path, capsys, observed):
+    db = tmp_path / "sessions.db"
+    SessionStore(db).close()
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA user_version = 99")  # what a later release, with more tables, would write
+    con.close()
+    before = digest(db)
+    code, err, after = refused(capsys, db)
+    assert one_line(err) and "was written by a newer cuda-llm (schema 99; this one knows 2)" in err
+    assert after == before, "the newer file is left exactly as it was"
+    observed(f"exit {code}: {err!r}; file unchanged")
+
+
+@pytest.mark.fault(
+    GROUP,
+    "a file that is not a database",
+    "refused with one line (use --db); exit code 2; the file is not touched",
+)
+def test_not_a_database(tmp_path, capsys, observed):
+    db = tmp_path / "notes.txt"
+    db.write_text("Meeting notes, not a database.\n" * 200)
+    before = digest(db)
+    code, err, after = refused(capsys, db)
+    assert (
+        one_line(err) and err == f"cuda-llm: {db} is not a cuda-llm session database; use --db to choose another file"
+    )
+    assert after == before
+    observed(f"exit {code}: {err!r}; file unchanged")
+
+
+@pytest.mark.fault(
+    GROUP,
+    "a SQLite database of another program given as --db",
+    "refused with one line (use --db); exit code 2; no table added, the file is not touched",
+)
+def test_another_programs_database(tmp_path, capsys, observed):
+    db = tmp_path / "places.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url TEXT)")
+    con.execute("INSERT INTO moz_places (url) VALUES ('https://example.org/')")
+    con.commit()
+    con.close()
+    before = digest(db)
+    code, err, after = refused(capsys, db)
+    assert one_line(err) and "is a database of another program, not a cuda-llm session database" in err
+    assert after == before, "no cuda-llm table was added to the other program's file"
+    observed(f"exit {code}: {err!r}; file unchanged")
