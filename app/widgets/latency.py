@@ -25,16 +25,21 @@ def figures_text(view: SessionView) -> str:
     if best is None or best.timing is None:
         return "no timings yet" + (f" (baseline {base:.1f} us)" if base else "")
     fig = best.figures
-    parts = [f"best {best.label}: {best.timing.median_us:.1f} us"]
+    is_base = best.label == "baseline"
+    parts = [
+        f"best: the baseline, {best.timing.median_us:.1f} us"
+        if is_base
+        else f"best {best.label}: {best.timing.median_us:.1f} us"
+    ]
     if fig is not None:
-        if fig.speedup is not None:
+        if fig.speedup is not None and not is_base:
             parts.append(f"{fig.speedup:.2f}x the baseline")
         if fig.floor_us:
             parts.append(f"{fig.roofline_pct:.0f}% of the roofline ({fig.bound}-bound, floor {fig.floor_us:.1f} us)")
         parts.append(f"{fig.gbps:.0f} GB/s")
         if fig.suspect:
             parts.append("SUSPECT: faster than the roofline")
-    if base is not None:
+    if base is not None and not is_base:
         parts.append(f"baseline {base:.1f} us")
     return " · ".join(parts)
 
@@ -119,6 +124,7 @@ class LatencyPane(Vertical):
         # Fixed limits with a margin: points on the plot's edge are clipped, and 0 keeps the floor
         # line in view next to the baseline.
         plot.set_xlimits(-0.3, last + 0.3)
+        plot.set_xticks(list(range(0, last + 1)))
         plot.set_ylimits(0.0, max(ys) * 1.15 if ys else 1.0)
         if view.latency:
             plot.scatter(
