@@ -83,3 +83,8 @@ async def resume(db: Path, session_id: int = 1, host: str | None = None, base_ur
 
 def one_line(text: str) -> bool:
     return bool(text) and "\n" not in text.strip()
+
+
+def short(text: str, tmp_path: Path) -> str:
+    """A message for the report table, without the test's temporary folder."""
+    return text.replace(str(tmp_path), "$TMP")

@@ -20,7 +20,7 @@ from session_driver import cli, cli_env, labels, options, run_session
 from engine.cli.main import main as cuda_llm
 from engine.store.sessions import SessionStore
 
-from .helpers import RoundWatcher, assert_kept, integrity, one_line, resume, session_row, snapshot
+from .helpers import RoundWatcher, assert_kept, integrity, one_line, resume, session_row, short, snapshot
 
 GROUP = "process and machine"
 GOOD = chunked(reply())
@@ -147,6 +147,40 @@ def test_ctrl_c_headless_then_resume(tmp_path, llm_server, observed):
     observed(f"stopped {took:.1f} s after Ctrl-C (a {stall} s reply was in flight), exit 0; resumed: finished")
 
 
+@pytest.mark.fault(
+    GROUP,
+    "Ctrl-C twice in headless mode while a reply hangs",
+    "the second Ctrl-C quits at once (exit code 130, one line, no traceback); --resume finishes",
+)
+def test_ctrl_c_twice_quits_at_once(tmp_path, llm_server, observed):
+    db = tmp_path / "sessions.db"
+    env = cli_env(tmp_path)
+    # A clean stop waits for the request in flight; this one would hang for STALL_S.
+    llm_server.script(GOOD, Reply.stall_first(STALL_S, reply()))
+    llm_server.default = GOOD
+    proc = new_run(db, llm_server, env, n=1, d=3)
+    wait_for("round 2's request", lambda: len(llm_server.chat_requests) >= 2, proc)
+    pressed = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=30)
+    took = time.monotonic() - pressed
+    assert proc.returncode == 130, err
+    assert err.strip().endswith("cuda-llm: interrupted") and "Traceback" not in err
+    assert took < STALL_S / 2, "it did not wait for the hanging reply"
+    before = snapshot(db)
+    assert set(before) == {"baseline", "r1-1"}
+
+    resumed = cli("run", "--resume", "1", *common(db, llm_server), env=env)
+    out2, err2 = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err2
+    assert "session 1: finished" in out2
+    assert_kept(before, snapshot(db))
+    assert set(snapshot(db)) == {"baseline", "r1-1", "r2-1", "r3-1"} and integrity(db) == "ok"
+    observed(f"quit {took:.1f} s after the first Ctrl-C, exit 130 'interrupted'; resumed: finished")
+
+
 # ---- the disk fills up ---------------------------------------------------------------------------
 
 
@@ -187,7 +221,7 @@ async def test_disk_full(tmp_path, llm_server, observed):
     assert set(after) == {"baseline", "r1-1", "r2-1", "r3-1"}
     assert_kept(watcher.before, after)
     assert integrity(db) == "ok"
-    observed(f"paused: {result.reason!r}; integrity ok; round 1 intact; resumed: finished")
+    observed(f"paused: {short(result.reason, tmp_path)!r}; integrity ok; round 1 intact; resumed: finished")
 
 
 # ---- a second instance ---------------------------------------------------------------------------
@@ -317,7 +351,7 @@ def test_newer_schema_is_refused(tmp_path, capsys, observed):
     code, err, after = refused(capsys, db)
     assert one_line(err) and "was written by a newer cuda-llm (schema 99; this one knows 2)" in err
     assert after == before, "the newer file is left exactly as it was"
-    observed(f"exit {code}: {err!r}; file unchanged")
+    observed(f"exit {code}: {short(err, tmp_path)!r}; file unchanged")
 
 
 @pytest.mark.fault(
@@ -334,7 +368,7 @@ def test_not_a_database(tmp_path, capsys, observed):
         one_line(err) and err == f"cuda-llm: {db} is not a cuda-llm session database; use --db to choose another file"
     )
     assert after == before
-    observed(f"exit {code}: {err!r}; file unchanged")
+    observed(f"exit {code}: {short(err, tmp_path)!r}; file unchanged")
 
 
 @pytest.mark.fault(
@@ -353,4 +387,4 @@ def test_another_programs_database(tmp_path, capsys, observed):
     code, err, after = refused(capsys, db)
     assert one_line(err) and "is a database of another program, not a cuda-llm session database" in err
     assert after == before, "no cuda-llm table was added to the other program's file"
-    observed(f"exit {code}: {err!r}; file unchanged")
+    observed(f"exit {code}: {short(err, tmp_path)!r}; file unchanged")

@@ -19,7 +19,7 @@ from engine.settings import CompileSettings, Settings
 from engine.store.sessions import SessionStore
 from tests.compile.kernels import TEMPLATE_BOMB
 
-from .helpers import integrity
+from .helpers import integrity, short
 
 GROUP = "kernels"
 GOOD = chunked(reply())
@@ -229,7 +229,7 @@ def test_invalid_utf8_file(tmp_path, capsys, observed):
     code, judgement = evaluate(capsys, str(md))
     assert code == 1 and judgement["status"] == "format_error"
     assert judgement["message"] == f"{md} is not UTF-8 text"
-    observed(f"format_error {judgement['message']!r}; exit 1")
+    observed(f"format_error {short(judgement['message'], tmp_path)!r}; exit 1")
 
 
 @pytest.mark.fault(
