@@ -172,10 +172,22 @@ class GpuWorker:
             await self._reap()
         return response
 
+    def _alive(self) -> bool:
+        """Whether the worker process still runs. asyncio learns of a child's death only when it gets
+        round to it, so a worker killed from outside (OOM killer, a person) is also checked in /proc."""
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return False
+        try:
+            state = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True  # no /proc (not Linux): trust asyncio
+        return state not in ("Z", "X")
+
     async def _request(self, message: Any, timeout_s: float) -> Response:
         async with self._lock:
-            if self._proc is None or self._proc.returncode is not None:
-                self._proc = None
+            if not self._alive():
+                await self._reap()
                 await self._spawn()
             return await self._exchange(message, timeout_s)
 

@@ -106,9 +106,10 @@ vector_add(const float* a, const float* b, float* c, int n)
     Hostile(
         "printf a million times",
         "kernels",
-        vadd('if (i < n) { c[i] = a[i] + b[i]; printf("element %d is %f\\n", i, c[i]); }'),
+        vadd('if (i < n) { c[i] = a[i] + b[i]; if (i < 1000000) printf("element %d is %f\\n", i, c[i]); }'),
         "correct",
-        expected_text="correct; printed bytes counted and noted; output never reaches the protocol",
+        expected_text="judged normally (printed bytes noted), or timed out when printing outlasts the launch "
+        "limit; the output never reaches the worker's protocol; next candidate correct",
     ),
     Hostile(
         "kernel named like a harness symbol",
