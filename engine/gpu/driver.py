@@ -174,6 +174,12 @@ class Context:
             check(cu.cuMemcpyDtoHAsync(host.ctypes.data, buf.ptr, host.nbytes, self.stream), "cuMemcpyDtoH")
         self.wait(timeout_s)
 
+    def copy(self, dst: DeviceBuffer, src: DeviceBuffer) -> None:
+        """Device-to-device copy of the smaller of the two buffers (stream-ordered)."""
+        n = min(dst.nbytes, src.nbytes)
+        if n:
+            check(cu.cuMemcpyDtoDAsync(dst.ptr, src.ptr, n, self.stream), "cuMemcpyDtoD")
+
     def fill32(self, buf: DeviceBuffer, word: int, nbytes: int | None = None) -> None:
         """Fill with a repeated 32-bit word (the tail, if any, with its low bytes)."""
         n = buf.nbytes if nbytes is None else nbytes

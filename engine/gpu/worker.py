@@ -255,7 +255,7 @@ def handle_profile(state: WorkerState, req: Any):
         for p in req.programs:
             module = state.ctx.load_module(p.cubin)
             modules.append(module)
-            programs.append((p.label, module, p.plan))
+            programs.append((p.label, module, p.plan, p.trusted))
         report = state.profiler.profile(task, programs)
         return Response(ok=True, result=report)
     except (CudaError, KernelTimeout) as exc:

@@ -44,7 +44,9 @@ class Compiled:
 
     def program(self) -> ProgramRef:
         assert self.compile.cubin is not None
-        return ProgramRef(self.candidate.label, self.compile.cubin, self.bound)
+        return ProgramRef(
+            self.candidate.label, self.compile.cubin, self.bound, trusted=self.candidate.origin == "baseline"
+        )
 
 
 @dataclass(frozen=True)
