@@ -63,6 +63,7 @@ from app.widgets.latency import LatencyPane
 from app.widgets.prompt import PromptPane
 from app.widgets.status import StatusLine
 from app.widgets.telemetry import TelemetryBar
+from app.widgets.text import set_text
 from app.widgets.validation import ValidationPane
 from engine.errors import UserError
 from engine.fsr import events as ev
@@ -129,6 +130,7 @@ class RunScreen(Screen[None]):
         self.session: Session | None = None
         self.worker: Worker | None = None
         self.pause_requested = False
+        self._allowed: tuple[object, ...] = ()
         self.layout_mode = "narrow"
         with contextlib.suppress(Exception):  # no app yet when built outside one
             self.layout_mode = layout_for(self.app.size)
@@ -334,8 +336,12 @@ class RunScreen(Screen[None]):
         for line in self.query(StatusLine):
             line.show(self.view, self.control.auto_accept, self.manual_waiting())
             if self.pause_requested and self.view.state == "running":
-                line.update("‖ pause requested: the loop pauses before its next round (F5 cancels)")
-        self.refresh_bindings()
+                set_text(line, "‖ pause requested: the loop pauses before its next round (F5 cancels)")
+        # The footer is rebuilt on every refresh_bindings(): only when what is allowed changed.
+        allowed = (self.view.state, self.view.awaiting is not None, self.view.follow, self.view.manual)
+        if allowed != self._allowed:
+            self._allowed = allowed
+            self.refresh_bindings()
 
     # ---- actions ---------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -38,6 +38,7 @@ class CandidateTree(Tree[str]):
         self._rounds: dict[int, TreeNode[str]] = {}
         self._leaves: dict[str, TreeNode[str]] = {}
         self._baseline: TreeNode[str] | None = None
+        self._labels: dict[str, str] = {}  # what each leaf shows: a node is redrawn only when it changes
 
     def on_mount(self) -> None:
         self.root.expand()
@@ -48,7 +49,9 @@ class CandidateTree(Tree[str]):
         colors = self.app.theme_variables
         follow = " (following)" if view.follow else ""
         title = f"session {view.session_id}: {view.task}" if view.session_id is not None else "session"
-        self.root.set_label(Text(title + follow, style="bold"))
+        if self._labels.get("\0root") != title + follow:
+            self._labels["\0root"] = title + follow
+            self.root.set_label(Text(title + follow, style="bold"))
         if view.baseline is not None:
             base = view.baseline
             timing = f" {base.timing.median_us:.1f} us" if base.timing else ""
@@ -56,8 +59,9 @@ class CandidateTree(Tree[str]):
             text = Text(f"{mark}baseline{timing}", style=colors.get("status-compiled", ""))
             if self._baseline is None:
                 self._baseline = self.root.add_leaf(text, data=base.label)
-            else:
+            elif self._labels.get(base.label) != text.markup:
                 self._baseline.set_label(text)
+            self._labels[base.label] = text.markup
         for round_, members in sorted(view.rounds().items()):
             node = self._rounds.get(round_)
             if node is None:
@@ -68,8 +72,9 @@ class CandidateTree(Tree[str]):
                 leaf = self._leaves.get(c.label)
                 if leaf is None:
                     self._leaves[c.label] = node.add_leaf(text, data=c.label)
-                else:
+                elif self._labels.get(c.label) != text.markup:
                     leaf.set_label(text)
+                self._labels[c.label] = text.markup
 
     def label_for(self, c: CandidateView, colors: dict[str, str]) -> Text:
         view = self.view

@@ -10,6 +10,7 @@ from textual.widgets.option_list import Option
 
 from app.messages import JumpToLine
 from app.state import SessionView
+from app.widgets.text import set_text
 from engine.compile.result import CompileResult, Diagnostic
 
 
@@ -45,21 +46,21 @@ class CompilerPane(Vertical):
         table.clear()
         self._targets = []
         if c is None:
-            summary.update("no candidate yet")
+            set_text(summary, "no candidate yet")
             return
         if j is None:
-            summary.update(f"{c.label}: not compiled yet ({self.view.word(c.state)})")
+            set_text(summary, f"{c.label}: not compiled yet ({self.view.word(c.state)})")
             return
         result = j.compile
         if j.status == "format_error":
-            summary.update(f"{c.label}: format error (not compiled): {j.message}")
+            set_text(summary, f"{c.label}: format error (not compiled): {j.message}")
             for line in j.detail.splitlines()[1:8]:
                 options.add_option(Option(line, disabled=True))
             return
         if result is None:
-            summary.update(f"{c.label}: {j.message}")
+            set_text(summary, f"{c.label}: {j.message}")
             return
-        summary.update(f"{c.label}: {self._headline(j.status, j.message, result)}")
+        set_text(summary, f"{c.label}: {self._headline(j.status, j.message, result)}")
         for d in result.diagnostics:
             self._targets.append((d.line or 0, d.column or 1))
             options.add_option(Option(diagnostic_text(d), id=f"diag-{len(self._targets) - 1}"))

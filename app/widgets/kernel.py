@@ -14,6 +14,7 @@ from textual.widgets import Static, TabbedContent, TabPane, TextArea
 
 from app.state import CandidateView, SessionView
 from app.widgets.cuda import use_cuda
+from app.widgets.text import set_text
 from engine.contract.plan import LaunchPlan
 from engine.judge.judgement import Judgement
 
@@ -95,7 +96,7 @@ class KernelPane(Vertical):
         label = c.label if c else (best.label if best else "")
         best_label = best.label if best else ""
         title = self._title(c, label, best_label)
-        self.query_one("#kernel-title", Static).update(title)
+        set_text(self.query_one("#kernel-title", Static), title)
         if self._shown == (label, source, plan) and best_label == getattr(self, "_best_shown", None):
             return
         self._shown, self._best_shown = (label, source, plan), best_label
@@ -108,9 +109,9 @@ class KernelPane(Vertical):
             launches = "\n".join(launch_lines(c.judgement.candidate.plan))
         elif c is None and best is not None and best.candidate is not None:
             launches = "\n".join(launch_lines(best.candidate.plan))
-        self.query_one("#kernel-launches", Static).update(launches)
+        set_text(self.query_one("#kernel-launches", Static), launches)
         best_src = best.candidate.source if best is not None and best.candidate is not None else ""
-        self.query_one("#kernel-diff", Static).update(self._diff(best_label, best_src, label, source))
+        set_text(self.query_one("#kernel-diff", Static), self._diff(best_label, best_src, label, source))
 
     def _title(self, c: CandidateView | None, label: str, best_label: str) -> str:
         if c is None:

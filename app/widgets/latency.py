@@ -10,6 +10,7 @@ from textual.widgets import Static
 from textual_plot import HiResMode, PlotWidget
 
 from app.state import SessionView
+from app.widgets.text import set_text
 
 
 def figures_text(view: SessionView) -> str:
@@ -70,7 +71,7 @@ class LatencyPane(Vertical):
 
     def show(self) -> None:
         view = self.view
-        self.query_one("#latency-figures", Static).update(figures_text(view))
+        set_text(self.query_one("#latency-figures", Static), figures_text(view))
         colors = self.app.theme_variables
         c_cand = colors.get("plot-candidate", "white")
         c_best = colors.get("plot-best", "green")
@@ -81,7 +82,7 @@ class LatencyPane(Vertical):
             legend.append(f"{mark} {name}  ", style=color)
         legend.append("━ baseline  ", style=c_base)
         legend.append("━ roofline floor", style=c_floor)
-        self.query_one("#latency-legend", Static).update(legend)
+        set_text(self.query_one("#latency-legend", Static), legend)
         key = (
             tuple(view.latency),
             tuple(view.best_by_round),

@@ -9,6 +9,7 @@ from textual.containers import Vertical
 from textual.widgets import Log, Static
 
 from app.state import SessionView
+from app.widgets.text import set_text
 
 # Prompts run to hundreds of lines; a reply is cut at max_tokens. Both fit well inside this.
 MAX_LINES = 20_000
@@ -23,6 +24,9 @@ class PromptPane(Vertical):
         self.border_title = "prompt"
         self._label: str | None = None  # whose reply the log is showing
         self._width = 0
+        self._shown: tuple[str, int, int, int] | None = None  # (label, round, attempt, width) in the log
+        self._reply_len = 0  # characters of the reply in the log
+        self._wrapped: dict[tuple[int, int, int], list[str]] = {}  # prompt lines by (round, attempt, width)
 
     def compose(self) -> ComposeResult:
         yield Static(id="prompt-title", classes="pane-title")
@@ -41,29 +45,46 @@ class PromptPane(Vertical):
         c = view.focused()
         self._label = c.label if c else None
         self._width = log.size.width
-        wrap = max(40, self._width - 2) if self._width else 100
-        log.clear()
+        title = self.query_one("#prompt-title", Static)
         if c is None:
-            title = "waiting for the first request" if view.running else "no candidate"
-            self.query_one("#prompt-title", Static).update(title)
+            log.clear()
+            self._shown = None
+            set_text(title, "waiting for the first request" if view.running else "no candidate")
             return
-        state = view.word(c.state)
-        self.query_one("#prompt-title", Static).update(
-            f"{c.label}: round {c.round}" + (f", repair {c.attempt}" if c.attempt else "") + f" ({state})"
+        set_text(
+            title,
+            f"{c.label}: round {c.round}" + (f", repair {c.attempt}" if c.attempt else "") + f" ({view.word(c.state)})",
         )
-        prompt = view.prompts.get((c.round, c.attempt), ())
-        lines: list[str] = []
-        for message in prompt:
-            lines.append(f"── {message.role} " + "─" * 20)
-            for raw in message.content.splitlines():
-                lines.extend(textwrap.wrap(raw, wrap, replace_whitespace=False, drop_whitespace=False) or [""])
-        lines.append(f"── reply {c.label} " + "─" * 20)
-        log.write_lines(lines)
-        if c.error and not c.reply:
-            log.write_line(f"(no reply: {c.error})")
-        else:
-            log.write(c.reply)
+        shown = (c.label, c.round, c.attempt, self._width)
+        reply = c.reply if not (c.error and not c.reply) else f"(no reply: {c.error})"
+        if shown == self._shown and len(reply) >= self._reply_len:
+            # The same candidate, further on: append what is new (a judgement only changes the title).
+            if len(reply) > self._reply_len:
+                log.write(reply[self._reply_len :])
+                self._reply_len = len(reply)
+            return
+        self._shown = shown
+        log.clear()
+        log.write_lines(self._prompt_lines(c.round, c.attempt))
+        log.write_line(f"── reply {c.label} " + "─" * 20)
+        log.write(reply)
+        self._reply_len = len(reply)
+
+    def _prompt_lines(self, round_: int, attempt: int) -> list[str]:
+        """The prompt wrapped to the pane (cached: a prompt runs to hundreds of lines)."""
+        key = (round_, attempt, self._width)
+        lines = self._wrapped.get(key)
+        if lines is None:
+            wrap = max(40, self._width - 2) if self._width else 100
+            lines = []
+            for message in self.view.prompts.get((round_, attempt), ()):
+                lines.append(f"── {message.role} " + "─" * 20)
+                for raw in message.content.splitlines():
+                    lines.extend(textwrap.wrap(raw, wrap, replace_whitespace=False, drop_whitespace=False) or [""])
+            self._wrapped[key] = lines
+        return lines
 
     def append(self, label: str, text: str) -> None:
-        if label == self._label:
+        if label == self._label and self._shown is not None:
             self.query_one(Log).write(text)
+            self._reply_len += len(text)

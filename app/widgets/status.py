@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from app.state import SessionView
+from app.widgets.text import set_text
 
 
 def status_text(view: SessionView, auto_accept: bool, manual_waiting: list[str]) -> tuple[str, str]:
@@ -54,4 +55,4 @@ class StatusLine(Static):
         out = Text(text)
         if view.error and state != "failed":
             out.append(f"\n✗ {view.error}", style="bold")
-        self.update(out)
+        set_text(self, out)

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Static
 
+from app.widgets.text import set_text
 from engine.gpu.telemetry import Nvml, TelemetrySample
 
 GIB = 1024**3
@@ -50,11 +51,11 @@ class TelemetryBar(Horizontal):
         yield Static(telemetry_text(None), id="bar-gpu")
 
     def set_context(self, text: str) -> None:
-        self.query_one("#bar-context", Static).update(text)
+        set_text(self.query_one("#bar-context", Static), text)
 
     def set_sample(self, sample: TelemetrySample | None) -> None:
         self.sample = sample
-        self.query_one("#bar-gpu", Static).update(telemetry_text(sample))
+        set_text(self.query_one("#bar-gpu", Static), telemetry_text(sample))
 
 
 TelemetrySampler = Callable[[], TelemetrySample | None]

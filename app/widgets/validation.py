@@ -10,6 +10,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from app.state import SessionView
+from app.widgets.text import set_text
 from engine.gpu.protocol import ValidationReport
 
 COLUMNS = ("size", "seed", "output", "index", "expected", "got", "abs err", "rel err")
@@ -67,7 +68,7 @@ class ValidationPane(Vertical):
         table = self.query_one("#mismatches", DataTable)
         table.clear()
         if c is None:
-            summary.update("no candidate yet")
+            set_text(summary, "no candidate yet")
             return
         if j is None or j.validation is None:
             if j is not None and j.status == "compiled":
@@ -76,9 +77,9 @@ class ValidationPane(Vertical):
                 why = f"not run: {self.view.word(j.status)}"
             else:
                 why = f"not validated yet ({self.view.word(c.state)})"
-            summary.update(f"{c.label}: {why}")
+            set_text(summary, f"{c.label}: {why}")
             return
-        summary.update(f"{c.label} " + "\n".join(report_lines(j.validation)))
+        set_text(summary, f"{c.label} " + "\n".join(report_lines(j.validation)))
         for m in j.validation.mismatches:
             size, seed = split_case(m.case)
             index = "(" + ", ".join(map(str, m.index)) + ")"
