@@ -83,6 +83,9 @@ class LatencyPane(Vertical):
         legend.append("━ baseline  ", style=c_base)
         legend.append("━ roofline floor", style=c_floor)
         set_text(self.query_one("#latency-legend", Static), legend)
+        # Without a GPU nothing is timed: an empty plot would only look broken.
+        self.query_one(PlotWidget).display = not view.compile_only
+        self.query_one("#latency-legend", Static).display = not view.compile_only
         key = (
             tuple(view.latency),
             tuple(view.best_by_round),

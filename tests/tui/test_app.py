@@ -173,3 +173,44 @@ async def test_layout_is_tabs_when_small_and_panes_when_large(tmp_path, refused_
         assert not screen.query("#run-tabs")
         for pane in ("#prompt-pane", "#kernel-pane", "#compiler-pane", "#validation-pane", "#latency-pane"):
             assert screen.query_one(pane).region.width > 20
+
+
+async def test_pause_settings_and_auto_accept_between_rounds(tmp_path, llm_server):
+    from app.screens.modals import SettingsScreen
+
+    llm_server.default = by_request({}, default=streamed("vadd_us40"))
+    app = make_app(tmp_path, llm_server.url, task="vector_add", model="ollama:loop-model", candidates=1, rounds=2)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await pilot.press("f5")  # pause: taken before the next round
+        await pilot.press("f6")  # auto-accept on: round 1's winner needs no decision
+        await wait_for(pilot, lambda: app.screen.view.state == "paused", "the pause")
+        assert "paused: paused by the user" in screen_text(app, "#status")
+        await pilot.press("f7")
+        await wait_for(pilot, lambda: isinstance(app.screen, SettingsScreen), "the settings dialog")
+        app.screen.query_one("#settings-d").value = "3"
+        await pilot.press("enter")
+        await pilot.press("f5")  # resume
+        await wait_for(pilot, lambda: app.screen.view.state == "finished", "the end of the session")
+        assert "from this round on: rounds = 3" in screen_text(app, "#event-log")
+        assert "finished: 3 rounds done" in screen_text(app, "#status")
+        assert "r1-1 correct best 40.0 us · auto-accepted" in screen_text(app, "#candidates")
+
+
+def test_cuda_llm_run_opens_the_run_screen(monkeypatch, tmp_path):
+    from app.app import CudaLlmApp
+    from app.launcher import main
+
+    opened = {}
+
+    def run(self, *args, **kwargs):
+        opened["request"] = self.start_request
+
+    monkeypatch.setattr(CudaLlmApp, "run", run)
+    monkeypatch.setenv("CUDA_LLM_HOME", str(tmp_path))
+    assert main(["run", "vector_add", "--model", "manual", "-N", "2", "--db", str(tmp_path / "s.db")]) == 0
+    options = opened["request"].options
+    assert (options.task, options.model, options.loop.candidates) == ("vector_add", "manual", 2)
+    assert main(["--compile-only"]) == 0 and opened["request"] is None  # no command: the start screen
