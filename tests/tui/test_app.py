@@ -214,3 +214,27 @@ def test_cuda_llm_run_opens_the_run_screen(monkeypatch, tmp_path):
     options = opened["request"].options
     assert (options.task, options.model, options.loop.candidates) == ("vector_add", "manual", 2)
     assert main(["--compile-only"]) == 0 and opened["request"] is None  # no command: the start screen
+
+
+async def test_a_broken_config_is_one_line_and_the_defaults(tmp_path, refused_url):
+    (tmp_path / "tui.toml").write_text("candidates = [")
+    app = make_app(tmp_path, refused_url)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        messages = [n.message for n in app._notifications]
+        assert len(messages) == 1 and "is not a usable config" in messages[0] and "\n" not in messages[0]
+        assert app.screen.query_one("#opt-n").value == "4"  # the default N
+
+
+async def test_help_lists_every_key(tmp_path, refused_url):
+    from app.screens.modals import HelpScreen
+
+    app = make_app(tmp_path, refused_url)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
+        keys = screen_text(app, "#help-keys")
+        assert "F5 | Start" in keys and "ctrl+t | theme" in keys
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen again")

@@ -132,6 +132,14 @@ async def test_a_whole_session(tmp_path, llm_server):
         assert "finished: 2 rounds done" in screen_text(app, "#status")
         assert "5.00x the baseline" in screen_text(app, "#latency-figures")
 
+        # The kernel pane's plan and its diff against the best.
+        choose(app, "r2-1")
+        await pilot.pause()
+        launches = screen_text(app, "#kernel-launches")
+        assert launches == "vadd_us30<<<(cdiv(cdiv(n, 4), 256)), (256)>>>(a, b, c, n)", launches
+        diff = screen_text(app, "#kernel-diff")
+        assert "--- best r2-edit1" in diff and "-extern" in diff and "vadd_us20" in diff and "+extern" in diff
+
         # Theme switch at run time: the editor follows, and the choice is remembered.
         await pilot.press("ctrl+t")
         await pilot.pause()

@@ -15,6 +15,8 @@ from app.messages import EngineEvent, SessionOpened
 from app.options import Defaults, SessionRequest
 from app.screens.run import RunScreen
 from engine.fsr.session import SessionOptions
+from engine.task import TaskLibrary
+from engine.task.library import builtin_tasks_dir
 from tui.demo import demo_events
 
 SIZES = [(80, 24), (160, 48)]
@@ -32,6 +34,7 @@ def snapshot_app(tmp_path, theme: str) -> CudaLlmApp:
         config_overrides={"theme": theme, "task": "vector_add", "model": "ollama:loop-model"},
         poll_telemetry=False,
         ollama_lister=fixed_models,
+        library=TaskLibrary((builtin_tasks_dir(),)),  # not the developer's own tasks
     )
 
 
