@@ -23,7 +23,12 @@ def render(reports: list[dict]) -> str:
     ]
     for rep in reports:
         lines.append(f"- run of {rep['date']} on {rep['device']} ({len(rep['rows'])} faults)")
-    rows = [dict(r, device=rep["device"]) for rep in reports for r in rep["rows"]]
+    # A later report's row for the same test replaces an earlier one (a re-run after a fix).
+    latest: dict[str, dict] = {}
+    for rep in reports:
+        for r in rep["rows"]:
+            latest[r["test"] or r["fault"]] = dict(r, device=rep["device"], date=rep["date"])
+    rows = list(latest.values())
     for group in GROUP_ORDER + sorted({r["group"] for r in rows} - set(GROUP_ORDER)):
         chosen = [r for r in rows if r["group"] == group]
         if not chosen:

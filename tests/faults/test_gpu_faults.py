@@ -121,10 +121,10 @@ def test_every_case_in_one_session(gpu, llm_server, tmp_path, observed):
             if c.label == "baseline":
                 continue
             case = replies[c.slot]
-            assert c.status in (case.expect, "suspect" if case.expect == "correct" else case.expect), (
-                c.label,
-                c.message,
-            )
+            allowed = {case.expect, "suspect"} if case.expect == "correct" else {case.expect}
+            if case.name == "printf a million times":
+                allowed.add("timed_out")  # printing can outlast the launch limit (see test_hostile_candidate)
+            assert c.status in allowed, (c.label, c.message)
         assert store.integrity_ok()
     finally:
         store.close()
