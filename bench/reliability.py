@@ -13,12 +13,13 @@ from pathlib import Path
 GROUP_ORDER = ["kernels", "cheats", "host safety", "model servers", "process and machine"]
 
 
-def render(reports: list[dict]) -> str:
+def render(reports: list[dict], notes: str = "") -> str:
     lines = [
         "# Reliability: the fault-injection suite",
         "",
-        "Every row is a test in tests/faults/ (GPU rows are marked `gpu` and ran on the device named); "
-        "'observed' is what the test saw on its last run. Regenerate with `python -m bench.reliability`.",
+        "Every row is a test in tests/faults/ or a GPU negative control in tests/gpu/ (GPU rows are marked "
+        "`gpu` and ran on the device named); 'observed' is what the test saw on its last run. Regenerate with "
+        "`python -m bench.reliability`.",
         "",
     ]
     for rep in reports:
@@ -37,12 +38,14 @@ def render(reports: list[dict]) -> str:
             "",
             f"## {group.capitalize()}",
             "",
-            "| fault | expected | observed | result | device |",
+            "| fault | expected | observed | result | device, date |",
             "|---|---|---|---|---|",
         ]
         for r in chosen:
-            cells = [r["fault"], r["expected"], r["observed"], r["outcome"], r["device"]]
+            cells = [r["fault"], r["expected"], r["observed"], r["outcome"], f"{r['device']}, {r['date']}"]
             lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+    if notes:
+        lines += ["", notes.strip()]
     return "\n".join(lines) + "\n"
 
 
@@ -50,9 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("reports", nargs="+")
     p.add_argument("--out", default="docs/reliability.md")
+    p.add_argument("--notes", help="a Markdown file appended under the tables")
     args = p.parse_args(argv)
     reports = [json.loads(Path(r).read_text()) for r in args.reports]
-    text = render(reports)
+    text = render(reports, Path(args.notes).read_text() if args.notes else "")
     Path(args.out).write_text(text)
     print(text)
     return 0

@@ -77,7 +77,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     elif report.passed:
         state, seen = "as expected", notes[-1] if notes else "as expected"
     else:
-        state, seen = "FAILED", (notes[-1] + "; " if notes else "") + str(report.longrepr).splitlines()[-1][:200]
+        crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", None) or str(report.longrepr)
+        state, seen = "FAILED", (notes[-1] + "; " if notes else "") + crash.splitlines()[0][:300]
     item.config.stash[_LOG].rows.append(FaultRow(group, fault, expected, seen, state, item.nodeid))
 
 
@@ -86,7 +87,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if not path:
         return
     log = session.config.stash[_LOG]
-    payload = {"date": time.strftime("%Y-%m-%d %H:%M"), "device": log.device, "host": platform.node(),
-               "rows": [asdict(r) for r in log.rows]}
+    payload = {
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "device": log.device,
+        "host": platform.node(),
+        "rows": [asdict(r) for r in log.rows],
+    }
     with open(path, "w") as fh:
         json.dump(payload, fh, indent=2)
