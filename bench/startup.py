@@ -1,0 +1,78 @@
+"""Start-up: `cuda-llm --help` as a whole process, and the TUI from process start to its first frame
+(the start screen, mounted and drawn, headless). Medians of several runs; prints the machine.
+Targets (issue 6): --help under 300 ms; the TUI's first frame under 1.5 s.
+
+    python -m bench.startup [--runs 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Runs in a fresh interpreter: builds the app as `cuda-llm` does and prints a marker the moment the
+# start screen has been drawn once, then quits.
+FIRST_FRAME = """
+import sys
+from app.app import CudaLlmApp
+from app.options import Defaults
+
+app = CudaLlmApp(Defaults(compile_only=True), poll_telemetry=False)
+
+async def first_frame(pilot):
+    await pilot.pause()
+    print("FIRST_FRAME", flush=True)
+    app.exit()
+
+app.run(headless=True, auto_pilot=first_frame)
+"""
+
+
+def timed(cmd: list[str], env: dict[str, str], marker: str | None = None) -> float:
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    if marker is None:
+        proc.communicate(timeout=60)
+        return time.perf_counter() - start
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if marker in line:
+            took = time.perf_counter() - start
+            proc.wait(timeout=30)
+            return took
+    raise RuntimeError(f"{marker} never printed (exit code {proc.wait()})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", type=int, default=10)
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory() as home:
+        env = {**os.environ, "CUDA_LLM_HOME": home, "PYTHONPATH": str(ROOT)}
+        timed([sys.executable, "-m", "app.launcher", "--help"], env)  # warm the OS file cache
+        helps = [timed([sys.executable, "-m", "app.launcher", "--help"], env) for _ in range(args.runs)]
+        timed([sys.executable, "-c", FIRST_FRAME], env, "FIRST_FRAME")
+        frames = [timed([sys.executable, "-c", FIRST_FRAME], env, "FIRST_FRAME") for _ in range(args.runs)]
+    print(
+        f"cuda-llm --help: median {statistics.median(helps) * 1000:.0f} ms (min {min(helps) * 1000:.0f}, "
+        f"max {max(helps) * 1000:.0f}) over {args.runs} runs"
+    )
+    print(
+        f"TUI to first frame: median {statistics.median(frames) * 1000:.0f} ms (min {min(frames) * 1000:.0f}, "
+        f"max {max(frames) * 1000:.0f}) over {args.runs} runs"
+    )
+    print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
