@@ -49,6 +49,10 @@ class CudaLlmApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+t", "next_theme", "Theme", priority=True),
         Binding("ctrl+q", "quit", "Quit", priority=True),
+        # Ctrl-C is what people press to stop a terminal program: stop the session cleanly (what is in
+        # flight is recorded; `--resume` continues) and quit. Not a priority binding, so inside an
+        # editor it keeps its copy meaning.
+        Binding("ctrl+c", "quit", "Quit", show=False),
     ]
 
     def __init__(

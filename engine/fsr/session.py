@@ -136,7 +136,11 @@ async def open_session(
             loop_settings.feedback_chars,
             gpu_count=getattr(env.gpu, "size", 1),
         )
-        control.auto_accept = loop_settings.auto_accept and control.auto_accept
+        if not control.stop_when_paused:
+            # A person is watching: the session's own setting may ask them to review each winner.
+            # Headless runs (nobody to ask) always accept automatically, also when resuming a session
+            # that was recorded in the TUI with reviews on.
+            control.auto_accept = loop_settings.auto_accept and control.auto_accept
         loop = FsrLoop(session_id, judge, provider, store, builder, loop_settings, control, bus, factory)
     except BaseException:
         await env.close()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from fakes.fake_gpu import FakeGpu, fake_environment
 from textual.widgets import TabbedContent, TextArea
 
@@ -16,7 +18,7 @@ from engine.fsr.control import Controller
 from engine.fsr.session import SessionOptions, open_session
 from engine.gpu.telemetry import TelemetrySample
 from engine.judge.judgement import Judgement
-from tui.helpers import FAST_LOOP, by_request, make_app, screen_text, streamed, wait_for
+from tui.helpers import FAST_LOOP, by_request, make_app, screen_text, stalled, streamed, wait_for
 
 
 async def test_no_model_server_says_so_and_manual_works(tmp_path, refused_url):
@@ -238,3 +240,37 @@ async def test_help_lists_every_key(tmp_path, refused_url):
         assert "F5 | Start" in keys and "ctrl+t | theme" in keys
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen again")
+
+
+@pytest.mark.fault(
+    "process and machine", "Ctrl-C in the TUI", "clean stop: session 'stopped', database intact; resumes and finishes"
+)
+async def test_ctrl_c_stops_the_session_cleanly_and_it_resumes(tmp_path, llm_server, observed):
+    from engine.store.sessions import SessionStore
+
+    # Round 1 streams slowly, so Ctrl-C lands while a reply is in flight.
+    llm_server.default = by_request({(1, 0, 0): stalled("vadd_us50", 1.0)}, default=streamed("vadd_us50"))
+    app = make_app(tmp_path, llm_server.url, task="vector_add", model="ollama:loop-model", candidates=1, rounds=2)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.view.round >= 1, "round 1")
+        await pilot.press("ctrl+c")
+    assert app.return_code == 0
+    store = SessionStore(tmp_path / "sessions.db")
+    try:
+        (record,) = store.sessions()
+        assert record.status == "stopped", (record.status, record.status_message)
+        assert store.integrity_ok()
+    finally:
+        store.close()
+    control = Controller(auto_accept=True, stop_when_paused=True)
+    options = SessionOptions(None, None, FAST_LOOP, str(tmp_path / "sessions.db"), llm_server.url, resume=record.id)
+    session = await open_session(options, control, environment=fake_environment(FakeGpu()))
+    try:
+        result = await session.run()
+    finally:
+        await session.close()
+    # Resumed headless (stop_when_paused): it accepts by itself, though the TUI recorded reviews on.
+    assert result.status == "finished" and result.rounds == 2
+    observed(f"app quit with code 0; session {record.id} 'stopped', integrity ok; --resume finished 2 rounds")
