@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
 from fakes.fake_gpu import FakeGpu, fake_environment
 from textual.widgets import TabbedContent, TextArea
 
