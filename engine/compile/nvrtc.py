@@ -19,7 +19,7 @@ from engine.compile import headers as header_search
 from engine.compile.log import parse_diagnostics, parse_ptxas, with_global_writes
 from engine.compile.prelude import with_prelude
 from engine.compile.ptx import device_globals, precision_hints, ptx_entries
-from engine.compile.result import CANDIDATE_FILE, CompileResult, CompilerUnavailableError
+from engine.compile.result import CANDIDATE_FILE, CompileResult, CompilerUnavailableError, failed_result
 from engine.compile.source import CheckedSource, check_source
 from engine.settings import CompileSettings
 
@@ -123,32 +123,6 @@ def _error_line(result_name: str, diagnostics: tuple[Any, ...]) -> str:
     return errors[0].one_line() + (more if len(errors) > 1 else "")
 
 
-def _failure(
-    arch: str,
-    message: str,
-    *,
-    options: tuple[str, ...] = (),
-    elapsed: float = 0.0,
-    version: tuple[int, int] = (0, 0),
-    headers: tuple[str, ...] = (),
-) -> CompileResult:
-    return CompileResult(
-        ok=False,
-        arch=arch,
-        cubin=None,
-        ptx=None,
-        log=message,
-        diagnostics=(),
-        kernels=(),
-        ptx_entries={},
-        nvrtc_version=version,
-        options=options,
-        elapsed_s=elapsed,
-        error=message,
-        headers=headers,
-    )
-
-
 def compile_checked(checked: CheckedSource, arch: str | int, settings: CompileSettings) -> CompileResult:
     """Compile a source that already passed `check_source`."""
     nvrtc = _nvrtc()
@@ -156,11 +130,11 @@ def compile_checked(checked: CheckedSource, arch: str | int, settings: CompileSe
     try:
         arch = normalize_arch(arch)
     except ValueError as exc:
-        return _failure(str(arch), str(exc), version=version, headers=checked.headers)
+        return failed_result(str(arch), str(exc), version=version, headers=checked.headers)
     number = int(re.sub(r"\D", "", arch))
     if number not in supported_archs():
         known = ", ".join(f"sm_{a}" for a in supported_archs())
-        return _failure(
+        return failed_result(
             arch,
             f"NVRTC {version[0]}.{version[1]} cannot compile for {arch} (it knows {known})",
             version=version,
@@ -170,7 +144,7 @@ def compile_checked(checked: CheckedSource, arch: str | int, settings: CompileSe
     if checked.headers:
         found = header_search.find_headers(nvrtc, version)
         if found is None:
-            return _failure(arch, header_search.NO_HEADERS_MESSAGE, version=version, headers=checked.headers)
+            return failed_result(arch, header_search.NO_HEADERS_MESSAGE, version=version, headers=checked.headers)
         include_dirs = tuple(str(d) for d in found.dirs)
     options = build_options(arch, settings, include_dirs, version)
     text = with_prelude(checked.text, checked.headers) if settings.prelude else checked.text
@@ -179,7 +153,7 @@ def compile_checked(checked: CheckedSource, arch: str | int, settings: CompileSe
     started = time.perf_counter()
     err, prog = nvrtc.nvrtcCreateProgram(text.encode(), PROGRAM_NAME.encode(), 0, [], [])
     if err != ok_code:
-        return _failure(arch, f"nvrtcCreateProgram failed ({err.name})", version=version)
+        return failed_result(arch, f"nvrtcCreateProgram failed ({err.name})", version=version)
     try:
         (result,) = nvrtc.nvrtcCompileProgram(prog, len(options), [o.encode() for o in options])
         raw_log = _program_string(nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog, prog)

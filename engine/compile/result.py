@@ -94,5 +94,34 @@ class CompileResult:
         return next((k for k in self.kernels if k.name == name), None)
 
 
+def failed_result(
+    arch: str,
+    message: str,
+    *,
+    options: tuple[str, ...] = (),
+    elapsed: float = 0.0,
+    version: tuple[int, int] = (0, 0),
+    headers: tuple[str, ...] = (),
+    timed_out: bool = False,
+) -> CompileResult:
+    """A compile that produced nothing: `message` is both the log and the one-line error."""
+    return CompileResult(
+        ok=False,
+        arch=arch,
+        cubin=None,
+        ptx=None,
+        log=message,
+        diagnostics=(),
+        kernels=(),
+        ptx_entries={},
+        nvrtc_version=version,
+        options=options,
+        elapsed_s=elapsed,
+        timed_out=timed_out,
+        error=message,
+        headers=headers,
+    )
+
+
 class CompilerUnavailableError(UserError):
     """NVRTC cannot be loaded, or the compiler process cannot start: nothing can be compiled."""

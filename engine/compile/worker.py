@@ -18,7 +18,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import SpawnContext
 from typing import Any
 
-from engine.compile.result import CompileResult, CompilerUnavailableError
+from engine.compile.result import CompileResult, CompilerUnavailableError, failed_result
 from engine.settings import CompileSettings
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -78,38 +78,11 @@ def child_main(conn: Connection, settings: CompileSettings, parent_pid: int, war
 
 def timed_out_result(arch: str, settings: CompileSettings, version: tuple[int, int]) -> CompileResult:
     message = f"compile timed out after {settings.timeout_s:g} s (template recursion?)"
-    return CompileResult(
-        ok=False,
-        arch=arch,
-        cubin=None,
-        ptx=None,
-        log=message,
-        diagnostics=(),
-        kernels=(),
-        ptx_entries={},
-        nvrtc_version=version,
-        options=(),
-        elapsed_s=settings.timeout_s,
-        timed_out=True,
-        error=message,
-    )
+    return failed_result(arch, message, elapsed=settings.timeout_s, version=version, timed_out=True)
 
 
 def _crashed_result(arch: str, message: str, elapsed: float, version: tuple[int, int]) -> CompileResult:
-    return CompileResult(
-        ok=False,
-        arch=arch,
-        cubin=None,
-        ptx=None,
-        log=message,
-        diagnostics=(),
-        kernels=(),
-        ptx_entries={},
-        nvrtc_version=version,
-        options=(),
-        elapsed_s=elapsed,
-        error=message,
-    )
+    return failed_result(arch, message, elapsed=elapsed, version=version)
 
 
 class CompilerProcess:
