@@ -16,7 +16,7 @@ from engine.cli.output import error, print_json
 EXIT_PAUSED = 3
 
 
-def add_session_arguments(p: argparse.ArgumentParser, task_required: bool = True) -> None:
+def add_session_arguments(p: argparse.ArgumentParser) -> None:
     """The options `run`, `bench` and the TUI share."""
     g = p.add_argument_group("model")
     g.add_argument("--model", help="ollama:MODEL, openai:MODEL or replay:SESSION")

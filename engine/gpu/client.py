@@ -18,7 +18,6 @@ from engine.errors import UserError
 from engine.gpu.protocol import (
     DeviceInfo,
     Fault,
-    InfoRequest,
     Peaks,
     PeaksRequest,
     ProfileReport,
@@ -235,10 +234,6 @@ class GpuWorker:
         response = await self._request(PeaksRequest(force), 300.0)
         if not response.ok:
             raise RuntimeError(response.error or "peak measurement failed")
-        return response.result
-
-    async def refresh_info(self) -> DeviceInfo:
-        response = await self._request(InfoRequest(), 30.0)
         return response.result
 
     async def close(self) -> None:

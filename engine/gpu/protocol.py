@@ -113,10 +113,6 @@ class ValidationReport:
     def passed(self) -> bool:
         return self.verdict == "correct"
 
-    @property
-    def cases_failed(self) -> int:
-        return sum(not c.passed for c in self.cases)
-
 
 @dataclass(frozen=True)
 class Timing:
@@ -165,11 +161,6 @@ class ProgramRef:
     plan: BoundPlan
     # The harness's own baseline: trusted, so the anti-cheat re-check after timing is skipped for it.
     trusted: bool = False
-
-
-@dataclass(frozen=True)
-class InfoRequest:
-    pass
 
 
 @dataclass(frozen=True)

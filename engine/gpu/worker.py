@@ -295,7 +295,6 @@ def serve(proto_in: IO[bytes], proto_out: IO[bytes]) -> int:
         P.ValidateRequest: handle_validate,
         P.ProfileRequest: handle_profile,
         P.PeaksRequest: handle_peaks,
-        P.InfoRequest: lambda s, r: P.Response(ok=True, result=s.info),
     }
     while True:
         try:

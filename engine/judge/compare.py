@@ -63,20 +63,27 @@ def _poisoned(got: np.ndarray) -> np.ndarray:
     return np.zeros(got.shape, dtype=bool)
 
 
-def allowed_error(expected: np.ndarray, tol: Tolerance, scale: np.ndarray | None) -> np.ndarray:
-    """The per-element error bound: atol + rtol * scale, with scale chosen by the task's rule."""
+def allowed_error(
+    expected: np.ndarray, tol: Tolerance, scale: np.ndarray | None, rms: float | None = None
+) -> np.ndarray:
+    """The per-element error bound: atol + rtol * scale, with scale chosen by the task's rule.
+    `rms` is the RMS of the whole output, for callers that pass one slice of it at a time."""
     exp = np.asarray(expected, dtype=np.float64)
     if tol.scale == "exact":
         return np.zeros(exp.shape)
     if tol.scale == "abs":
         base = np.abs(exp)
     elif tol.scale == "rms":
-        base = np.full(exp.shape, float(np.sqrt(np.mean(exp * exp))) if exp.size else 0.0)
+        if rms is None:
+            rms = float(np.sqrt(np.mean(exp * exp))) if exp.size else 0.0
+        base = np.full(exp.shape, rms)
     else:
         if scale is None:
             raise ValueError("tolerance scale 'custom' needs the reference's error_scale()")
-        base = np.asarray(scale, dtype=np.float64)
-    return tol.atol + tol.rtol * base
+        base = np.array(scale, dtype=np.float64)
+    base *= tol.rtol
+    base += tol.atol
+    return base
 
 
 def _ordinal(k: int) -> str:
@@ -169,16 +176,7 @@ def _scan(
             ok = err == 0.0
             ratio = np.where(ok, 0.0, np.inf)
         else:
-            if tol.scale == "abs":
-                bound = np.abs(e)
-            elif tol.scale == "rms":
-                bound = np.full(e.shape, rms)
-            else:
-                if scale is None:
-                    raise ValueError("tolerance scale 'custom' needs the reference's error_scale()")
-                bound = np.array(scale[start:stop], dtype=np.float64)
-            bound *= tol.rtol
-            bound += tol.atol
+            bound = allowed_error(e, tol, None if scale is None else scale[start:stop], rms)
             ok = err <= bound  # NaN and inf compare False: they never pass
             ratio = np.divide(err, bound, out=np.where(err > 0, np.inf, 0.0), where=bound > 0)
     ok &= ~unwritten
