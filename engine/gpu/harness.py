@@ -1,4 +1,5 @@
-"""The harness's own kernels: the shared-memory scrub, the L2 flush, and the peak probes.
+"""The harness's own kernels: the shared-memory scrub, the L2 flush, the byte comparison, and the
+peak probes.
 
 They live in a module of their own, so a candidate's kernel that happens to share a name with one of
 them cannot collide with it.
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from engine.gpu.driver import Context, DeviceBuffer, pack_params
 
@@ -81,6 +84,33 @@ extern "C" __global__ void harness_read(const float4* __restrict__ a, unsigned l
     }
 }
 
+// Count the bytes in which two equally long buffers differ, into *count (zeroed by the caller).
+// The validator compares a buffer with a copy made on the device (inputs before the run, the first
+// run's outputs) instead of bringing both to the host: at the timing size that saves a download and
+// a host pass over hundreds of megabytes per check. cuMemAlloc pointers are 256-byte aligned.
+extern "C" __global__ void harness_count_diff(const uint4* __restrict__ a, const uint4* __restrict__ b,
+                                              unsigned long long nbytes, unsigned long long* count)
+{
+    unsigned long long n16 = nbytes / 16, bits = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n16;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        uint4 x = a[i], y = b[i];
+        // __vcmpne4 sets all 8 bits of every byte that differs.
+        bits += __popc(__vcmpne4(x.x, y.x)) + __popc(__vcmpne4(x.y, y.y))
+              + __popc(__vcmpne4(x.z, y.z)) + __popc(__vcmpne4(x.w, y.w));
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        const unsigned char* ca = (const unsigned char*)a;
+        const unsigned char* cb = (const unsigned char*)b;
+        for (unsigned long long j = n16 * 16; j < nbytes; ++j) {
+            bits += ca[j] != cb[j] ? 8 : 0;
+        }
+    }
+    if (bits) {
+        atomicAdd(count, bits / 8);
+    }
+}
+
 // Eight independent FMA chains per thread: the fp32 arithmetic ceiling.
 extern "C" __global__ void harness_fma(float* out, int iters, float a, float b)
 {
@@ -121,8 +151,10 @@ class Harness:
     delay: Any
     triad: Any
     read: Any
+    diff: Any
     flush_buffer: DeviceBuffer
     sink: DeviceBuffer
+    counter: DeviceBuffer
     sm_count: int
     shared_optin: int
 
@@ -134,6 +166,7 @@ class Harness:
         flush_buffer = ctx.alloc(max(l2_bytes * flush_factor, 16 * 2**20))
         ctx.zero(flush_buffer.ptr, flush_buffer.nbytes)
         sink = ctx.alloc(4)
+        counter = ctx.alloc(8)
         fn = lambda name: ctx.function(module, name)  # noqa: E731
         harness = cls(
             ctx=ctx,
@@ -145,8 +178,10 @@ class Harness:
             delay=fn("harness_delay"),
             triad=fn("harness_triad"),
             read=fn("harness_read"),
+            diff=fn("harness_count_diff"),
             flush_buffer=flush_buffer,
             sink=sink,
+            counter=counter,
             sm_count=sm_count,
             shared_optin=shared_optin,
         )
@@ -162,6 +197,18 @@ class Harness:
         n4 = self.flush_buffer.nbytes // 16
         params = pack_params([("ptr", self.flush_buffer.ptr), ("uint64", n4), ("ptr", self.sink.ptr)])
         self.ctx.launch(self.flush, (4 * self.sm_count, 1, 1), (512, 1, 1), 0, params)
+
+    def count_diff(self, a: DeviceBuffer, b: DeviceBuffer, timeout_s: float) -> int:
+        """Bytes in which two device buffers differ (over the shorter length); waits for the answer."""
+        nbytes = min(a.nbytes, b.nbytes)
+        if not nbytes:
+            return 0
+        self.ctx.zero(self.counter.ptr, 8)
+        params = pack_params([("ptr", a.ptr), ("ptr", b.ptr), ("uint64", nbytes), ("ptr", self.counter.ptr)])
+        self.ctx.launch(self.diff, (4 * self.sm_count, 1, 1), (512, 1, 1), 0, params)
+        out = np.zeros(1, dtype=np.uint64)
+        self.ctx.download(self.counter, out, timeout_s)
+        return int(out[0])
 
     def delay_us(self, us: float) -> None:
         self.ctx.launch(self.delay, (1, 1, 1), (1, 1, 1), 0, pack_params([("uint64", int(us * 1000))]))

@@ -22,6 +22,7 @@ def test_harness_kernels_compile(arch):
         "harness_triad",
         "harness_fma",
         "harness_delay",
+        "harness_count_diff",
     } <= names
     # Parameter counts the Python side packs must match the kernels' signatures.
     assert len(result.ptx_entries["harness_scrub_shared"]) == 2
@@ -29,6 +30,7 @@ def test_harness_kernels_compile(arch):
     assert len(result.ptx_entries["harness_triad"]) == 4
     assert len(result.ptx_entries["harness_fma"]) == 4
     assert len(result.ptx_entries["harness_delay"]) == 1
+    assert len(result.ptx_entries["harness_count_diff"]) == 4
 
 
 def test_harness_load_and_launch_parameter_counts():
@@ -45,6 +47,12 @@ def test_harness_load_and_launch_parameter_counts():
         "triad": (h.triad_launch, tuple(mock.MagicMock(ptr=p, nbytes=1 << 20) for p in (1, 2, 3)), 4),
         "read": (h.read_launch, (mock.MagicMock(ptr=1, nbytes=1 << 20),), 3),
     }
+
+    def count_diff(a, b):
+        with mock.patch("engine.gpu.harness.np.zeros", return_value=[7]):
+            assert h.count_diff(a, b, 1.0) == 7  # the counter's value, as downloaded
+
+    calls["diff"] = (count_diff, (mock.MagicMock(ptr=1, nbytes=1 << 20), mock.MagicMock(ptr=2, nbytes=1 << 20)), 4)
     for name, (method, args, nparams) in calls.items():
         ctx.launch.reset_mock()
         method(*args)
