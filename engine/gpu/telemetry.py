@@ -50,6 +50,31 @@ def _safe(fn: Callable[[], Any]) -> Any:
         return None
 
 
+def _parent_pid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: the fields after it start at the last ')'.
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return int(fields[1]) if len(fields) > 1 else None
+
+
+def is_own_process(pid: int) -> bool:
+    """This process or one it started (the app's GPU workers): their GPU use is not another's load.
+    A PID that /proc does not show (another PID namespace) counts as someone else's."""
+    me = os.getpid()
+    for _ in range(64):  # a parent chain is short; the bound guards against a cycle read mid-exit
+        if pid == me:
+            return True
+        parent = _parent_pid(pid)
+        if parent is None or parent <= 1:
+            return False
+        pid = parent
+    return False
+
+
 class Nvml:
     """One GPU's NVML handle. Create with `open()`; None when NVML is unavailable."""
 
@@ -96,7 +121,7 @@ class Nvml:
     def other_processes(self) -> int | None:
         def count() -> int:
             procs = self._n.nvmlDeviceGetComputeRunningProcesses(self._h)
-            return sum(1 for p in procs if p.pid != os.getpid())
+            return sum(1 for p in procs if not is_own_process(p.pid))
 
         return _safe(count)
 
