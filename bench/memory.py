@@ -100,7 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{args.rounds} rounds x {args.candidates} candidates in {took:.0f} s; "
         f"application RSS peak {max(app):.0f} MB, last {app[-1]:.0f} MB"
-        + (f"; GPU worker RSS peak {max(worker):.0f} MB" if worker else "; no GPU worker (compile-only)")
+        + (
+            f"; GPU worker RSS peak {max(worker):.0f} MB, last {worker[-1]:.0f} MB "
+            f"(peak over the first half of the run {max(worker[: len(worker) // 2 or 1]):.0f} MB, "
+            f"over the second half {max(worker[len(worker) // 2 :]):.0f} MB)"
+            if worker
+            else "; no GPU worker (compile-only)"
+        )
     )
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     return 0

@@ -49,7 +49,8 @@ def candidates() -> list[Candidate]:
     return out
 
 
-async def one_round(judge, cands: list[Candidate]) -> float:
+async def one_round(judge, cands: list[Candidate]) -> tuple[float, float, float]:
+    """Wall seconds for the round, for its compile-and-validate phase and for its timing phase."""
     start = time.perf_counter()
 
     async def check(c: Candidate):
@@ -59,12 +60,14 @@ async def one_round(judge, cands: list[Candidate]) -> float:
 
     judged = await asyncio.gather(*(check(c) for c in cands))
     assert all(j.status == "correct" for _c, j in judged), [j.message for _c, j in judged]
+    validated = time.perf_counter()
     timing = await judge.profile(judged)
     assert all(j.timing is not None for j in timing.judgements)
-    return time.perf_counter() - start
+    end = time.perf_counter()
+    return end - start, validated - start, end - validated
 
 
-async def measure(task_name: str, gpus: str, repeats: int) -> tuple[float, str]:
+async def measure(task_name: str, gpus: str, repeats: int) -> tuple[tuple[float, float, float], str]:
     settings = Settings()
     env = await open_environment(settings, gpus=gpus)
     if env.gpu is None:
@@ -73,8 +76,9 @@ async def measure(task_name: str, gpus: str, repeats: int) -> tuple[float, str]:
         judge = env.judge(TaskLibrary().get(task_name), settings)
         cands = candidates()
         await one_round(judge, cands)  # warm-up: references, baseline, compiler processes
-        times = [await one_round(judge, cands) for _ in range(repeats)]
-        return statistics.median(times), env.gpu.describe()
+        rounds = [await one_round(judge, cands) for _ in range(repeats)]
+        medians = tuple(statistics.median(r[i] for r in rounds) for i in range(3))
+        return medians, env.gpu.describe()  # type: ignore[return-value]
     finally:
         await env.close()
 
@@ -85,19 +89,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--json")
     args = p.parse_args(argv)
-    one, dev1 = asyncio.run(measure(args.task, "0", args.repeats))
-    two, dev2 = asyncio.run(measure(args.task, "0,1", args.repeats))
+    (one, one_val, one_prof), dev1 = asyncio.run(measure(args.task, "0", args.repeats))
+    (two, two_val, two_prof), dev2 = asyncio.run(measure(args.task, "0,1", args.repeats))
     result = {
         "task": args.task,
         "candidates": 8,
         "one_gpu_s": one,
         "two_gpus_s": two,
         "speedup": one / two,
+        "phases_s": {"1": {"validate": one_val, "profile": one_prof}, "2": {"validate": two_val, "profile": two_prof}},
         "device_1": dev1,
         "device_2": dev2,
     }
     print(
         f"round of 8 {args.task} candidates: 1 GPU {one:.2f} s ({dev1}), 2 GPUs {two:.2f} s ({dev2}): {one / two:.2f}x"
+    )
+    print(
+        f"  compile+validate: {one_val:.2f} s vs {two_val:.2f} s ({one_val / two_val:.2f}x); "
+        f"timing: {one_prof:.2f} s vs {two_prof:.2f} s ({one_prof / two_prof:.2f}x)"
     )
     if args.json:
         with open(args.json, "w") as fh:
