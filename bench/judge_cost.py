@@ -55,6 +55,10 @@ async def measure(names: list[str], repeats: int) -> tuple[list[dict], str]:
                     rt = await judge.profile([(compiled, verdict)])
                     if i and rt.judgements[0].timing is not None:
                         medians.append(rt.judgements[0].timing.median_us)
+                    phases = {
+                        "validate": verdict.validation.phases_s if verdict.validation else {},
+                        "profile": rt.profile_phases_s[0] if rt.profile_phases_s else {},
+                    }
                 t3 = time.perf_counter()
                 if i == 0:
                     continue  # the warm-up: references computed, baseline compiled, caches filled
@@ -64,6 +68,8 @@ async def measure(names: list[str], repeats: int) -> tuple[list[dict], str]:
                 stages["profile"].append(t3 - t2)
                 stages["total"].append(t3 - t0)
             row = {"task": name, **{k: statistics.median(v) for k, v in stages.items()}}
+            if env.gpu is not None:
+                row["phases_s"] = phases  # the last repeat's, from the worker
             if medians:
                 row["median_us"] = statistics.median(medians)
                 row["spread"] = (max(medians) - min(medians)) / min(medians)
@@ -74,6 +80,8 @@ async def measure(names: list[str], repeats: int) -> tuple[list[dict], str]:
                     row["vs_do_bench"] = (row["median_us"] - row["do_bench_us"]) / row["do_bench_us"]
             rows.append(row)
             print(f"{name:24s} " + "  ".join(f"{k} {row[k] * 1000:7.1f} ms" for k in stages), flush=True)
+            for stage, ph in row.get("phases_s", {}).items():
+                print(f"{'':24s}   {stage}: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in ph.items()), flush=True)
     finally:
         await env.close()
     return rows, device

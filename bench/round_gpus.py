@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 
 from engine.contract.plan import parse_plan
 from engine.judge.environment import open_environment
@@ -49,8 +51,16 @@ def candidates() -> list[Candidate]:
     return out
 
 
-async def one_round(judge, cands: list[Candidate]) -> tuple[float, float, float]:
-    """Wall seconds for the round, for its compile-and-validate phase and for its timing phase."""
+@dataclass(frozen=True)
+class RoundResult:
+    total_s: float
+    validate_s: float  # compiling and validating the 8
+    profile_s: float  # timing them against the baseline
+    validation_phases_s: dict[str, float]  # in the workers, summed over the 8 candidates
+    profile_phases_s: tuple[dict[str, float], ...]  # each GPU's timing job
+
+
+async def one_round(judge, cands: list[Candidate]) -> RoundResult:
     start = time.perf_counter()
 
     async def check(c: Candidate):
@@ -64,10 +74,24 @@ async def one_round(judge, cands: list[Candidate]) -> tuple[float, float, float]
     timing = await judge.profile(judged)
     assert all(j.timing is not None for j in timing.judgements)
     end = time.perf_counter()
-    return end - start, validated - start, end - validated
+    val_phases = summed(j.validation.phases_s for _c, j in judged if j.validation)
+    return RoundResult(end - start, validated - start, end - validated, val_phases, timing.profile_phases_s)
 
 
-async def measure(task_name: str, gpus: str, repeats: int) -> tuple[tuple[float, float, float], str]:
+def summed(phases) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for p in phases:
+        for k, v in p.items():
+            out[k] = out.get(k, 0.0) + v
+    return out
+
+
+def fmt_phases(p: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in p.items())
+
+
+async def measure(task_name: str, gpus: str, repeats: int) -> tuple[RoundResult, str]:
+    """The median of `repeats` rounds (by each figure), with the phases of the last round."""
     settings = Settings()
     env = await open_environment(settings, gpus=gpus)
     if env.gpu is None:
@@ -77,8 +101,14 @@ async def measure(task_name: str, gpus: str, repeats: int) -> tuple[tuple[float,
         cands = candidates()
         await one_round(judge, cands)  # warm-up: references, baseline, compiler processes
         rounds = [await one_round(judge, cands) for _ in range(repeats)]
-        medians = tuple(statistics.median(r[i] for r in rounds) for i in range(3))
-        return medians, env.gpu.describe()  # type: ignore[return-value]
+        median = RoundResult(
+            statistics.median(r.total_s for r in rounds),
+            statistics.median(r.validate_s for r in rounds),
+            statistics.median(r.profile_s for r in rounds),
+            rounds[-1].validation_phases_s,
+            rounds[-1].profile_phases_s,
+        )
+        return median, env.gpu.describe()
     finally:
         await env.close()
 
@@ -89,25 +119,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--json")
     args = p.parse_args(argv)
-    (one, one_val, one_prof), dev1 = asyncio.run(measure(args.task, "0", args.repeats))
-    (two, two_val, two_prof), dev2 = asyncio.run(measure(args.task, "0,1", args.repeats))
+    one, dev1 = asyncio.run(measure(args.task, "0", args.repeats))
+    two, dev2 = asyncio.run(measure(args.task, "0,1", args.repeats))
     result = {
         "task": args.task,
         "candidates": 8,
-        "one_gpu_s": one,
-        "two_gpus_s": two,
-        "speedup": one / two,
-        "phases_s": {"1": {"validate": one_val, "profile": one_prof}, "2": {"validate": two_val, "profile": two_prof}},
+        "one_gpu_s": one.total_s,
+        "two_gpus_s": two.total_s,
+        "speedup": one.total_s / two.total_s,
+        "one_gpu": dataclasses.asdict(one),
+        "two_gpus": dataclasses.asdict(two),
         "device_1": dev1,
         "device_2": dev2,
     }
     print(
-        f"round of 8 {args.task} candidates: 1 GPU {one:.2f} s ({dev1}), 2 GPUs {two:.2f} s ({dev2}): {one / two:.2f}x"
+        f"round of 8 {args.task} candidates: 1 GPU {one.total_s:.2f} s ({dev1}), 2 GPUs {two.total_s:.2f} s "
+        f"({dev2}): {one.total_s / two.total_s:.2f}x"
     )
     print(
-        f"  compile+validate: {one_val:.2f} s vs {two_val:.2f} s ({one_val / two_val:.2f}x); "
-        f"timing: {one_prof:.2f} s vs {two_prof:.2f} s ({one_prof / two_prof:.2f}x)"
+        f"  compile+validate: {one.validate_s:.2f} s vs {two.validate_s:.2f} s "
+        f"({one.validate_s / two.validate_s:.2f}x); "
+        f"timing: {one.profile_s:.2f} s vs {two.profile_s:.2f} s ({one.profile_s / two.profile_s:.2f}x)"
     )
+    for gpus, r in (("1 GPU", one), ("2 GPUs", two)):
+        print(f"  {gpus}, last round: validation (all 8, in the workers): {fmt_phases(r.validation_phases_s)}")
+        for i, p in enumerate(r.profile_phases_s):
+            print(f"  {gpus}, last round: timing job on GPU {i}: {fmt_phases(p)}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result, fh, indent=2)

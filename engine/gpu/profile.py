@@ -17,6 +17,7 @@ import numpy as np
 
 from engine.gpu.driver import Context, CudaError, is_fatal
 from engine.gpu.harness import Harness
+from engine.gpu.phases import PhaseClock
 from engine.gpu.protocol import DeviceInfo, Fault, ProfileReport, Timing
 from engine.gpu.reference_cache import ReferenceCache
 from engine.gpu.runner import ModuleFunctions, PlanError, PreparedPlan, prepare
@@ -229,68 +230,81 @@ class Profiler:
                 )
         return None
 
+    def _set_up(self, task: Task, e: _Entry, timed_inputs: dict[str, Any]) -> None:
+        """The entry's own buffers, filled from the masters on the device, and its plan prepared. A
+        plan that cannot run here marks the entry faulty; a sticky CUDA error propagates."""
+        case = task.timing
+        try:
+            e.bufs = BufferSet(self.ctx, task, case)
+            for name in timed_inputs:
+                self.ctx.copy(e.bufs.device[name], self._masters[name])
+            e.prepared = prepare(
+                self.ctx,
+                self.info,
+                e.funcs,
+                e.plan,
+                task.env(case),
+                task.params(case),
+                e.bufs.device,
+                task_bytes(task, case),
+            )
+            for b in task.outputs:
+                poison(self.ctx, e.bufs.device[b.name], b.dtype)
+        except PlanError as exc:
+            e.fault, e.done = Fault("launch_error", "plan", str(exc)), True
+        except CudaError as exc:
+            if exc.sticky:
+                raise
+            e.fault = Fault("launch_error", exc.name, f"could not set up the timing run: {exc}")
+            e.done = True
+
     # ---- the job ---------------------------------------------------------------------------
     def profile(self, task: Task, programs: list[tuple[str, Any, Any, bool]]) -> ProfileReport:
         """Time (label, loaded module, bound plan, trusted) programs interleaved at the timing size."""
         start = time.monotonic()
+        phase = PhaseClock()
         case = task.timing
-        env, scalars = task.env(case), task.params(case)
-        timed_inputs = self.refs.get(task, case, case_seed(task, case, 0, "profile"), with_expected=False).inputs
+        with phase("reference"):
+            timed_inputs = self.refs.get(task, case, case_seed(task, case, 0, "profile"), with_expected=False).inputs
         busy = self.nvml.other_processes() if self.nvml else None
         entries = [
             _Entry(label, ModuleFunctions(self.ctx, module), plan, trusted) for label, module, plan, trusted in programs
         ]
         # The inputs go up once; every program's own buffers are filled from them on the device.
-        self._masters = {name: self.ctx.alloc(host.nbytes) for name, host in timed_inputs.items()}
-        for name, host in timed_inputs.items():
-            self.ctx.upload(self._masters[name], host)
+        with phase("upload"):
+            self._masters = {name: self.ctx.alloc(host.nbytes) for name, host in timed_inputs.items()}
+            for name, host in timed_inputs.items():
+                self.ctx.upload(self._masters[name], host)
         try:
-            for e in entries:
-                try:
-                    e.bufs = BufferSet(self.ctx, task, case)
-                    for name in timed_inputs:
-                        self.ctx.copy(e.bufs.device[name], self._masters[name])
-                    e.prepared = prepare(
-                        self.ctx,
-                        self.info,
-                        e.funcs,
-                        e.plan,
-                        env,
-                        scalars,
-                        e.bufs.device,
-                        task_bytes(task, case),
-                    )
-                    for b in task.outputs:
-                        poison(self.ctx, e.bufs.device[b.name], b.dtype)
-                except PlanError as exc:
-                    e.fault, e.done = Fault("launch_error", "plan", str(exc)), True
-                except CudaError as exc:
-                    if exc.sticky:
-                        raise
-                    e.fault = Fault("launch_error", exc.name, f"could not set up the timing run: {exc}")
-                    e.done = True
+            with phase("set-up"):
+                for e in entries:
+                    self._set_up(task, e, timed_inputs)
             live = [e for e in entries if e.fault is None]
-            best = self._warm_up(live)
-            for e in live:
-                self._choose_mode(e, best[e.label])
-            self._sample(live)
-            self._state_check(task, live, timed_inputs)
+            with phase("warm-up"):
+                best = self._warm_up(live)
+                for e in live:
+                    self._choose_mode(e, best[e.label])
+            with phase("sample"):
+                self._sample(live)
+            with phase("state check"):
+                self._state_check(task, live, timed_inputs)
         except BaseException as exc:
             if is_fatal(exc):
                 entries = []  # the context is gone or busy with a hung kernel: free nothing
                 self._masters = {}
             raise
         finally:
-            for buf in self._masters.values():
-                self.ctx.free(buf)
-            self._masters = {}
-            for e in entries:
-                if e.graph is not None:
-                    self.ctx.destroy_graph(e.graph)
-                if e.prepared is not None:
-                    e.prepared.release(self.ctx)
-                if e.bufs is not None:
-                    e.bufs.free()
+            with phase("free"):
+                for buf in self._masters.values():
+                    self.ctx.free(buf)
+                self._masters = {}
+                for e in entries:
+                    if e.graph is not None:
+                        self.ctx.destroy_graph(e.graph)
+                    if e.prepared is not None:
+                        e.prepared.release(self.ctx)
+                    if e.bufs is not None:
+                        e.bufs.free()
 
         timings = []
         throttled = sum(e.discarded for e in entries)
@@ -329,4 +343,5 @@ class Profiler:
             if busy
             else None,
             elapsed_s=time.monotonic() - start,
+            phases_s=phase.totals,
         )

@@ -108,6 +108,7 @@ class ValidationReport:
     printf_bytes: int = 0
     elapsed_s: float = 0.0  # validation proper, in the worker
     load_s: float = 0.0  # loading the module (cuModuleLoadData), in the worker
+    phases_s: dict[str, float] = field(default_factory=dict)  # where elapsed_s went (engine/gpu/phases.py)
 
     @property
     def passed(self) -> bool:
@@ -147,6 +148,7 @@ class ProfileReport:
     throttle_note: str | None = None
     busy_note: str | None = None  # another process was using the GPU
     elapsed_s: float = 0.0
+    phases_s: dict[str, float] = field(default_factory=dict)  # where elapsed_s went (engine/gpu/phases.py)
 
 
 # ---- requests --------------------------------------------------------------------------------

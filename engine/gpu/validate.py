@@ -14,6 +14,7 @@ import numpy as np
 
 from engine.dtypes import DTYPES
 from engine.gpu.driver import Context, DeviceBuffer, is_fatal
+from engine.gpu.phases import PhaseClock
 from engine.gpu.protocol import CaseReport, DeviceInfo, LaunchResources, ValidationReport
 from engine.gpu.reference_cache import ReferenceCache, ReferenceCase
 from engine.gpu.runner import ModuleFunctions, prepare
@@ -94,86 +95,95 @@ def run_case(
     ref: ReferenceCase,
     label: str,
     settings: ValidationSettings,
+    phase: PhaseClock | None = None,
 ) -> CaseOutcome:
     """Run one validation case twice and judge it. Raises PlanError, CudaError or KernelTimeout."""
-    bufs = BufferSet(ctx, task, case)
+    phase = phase or PhaseClock()
+    with phase("allocate"):
+        bufs = BufferSet(ctx, task, case)
     prepared = None
     clean_up = True
     try:
-        for name, host in ref.inputs.items():
-            ctx.upload(bufs.device[name], host)
-        prepared = prepare(
-            ctx, info, funcs, plan, task.env(case), task.params(case), bufs.device, task_bytes(task, case)
-        )
-        # The checks that need no reference run on the device against copies made there: the inputs
-        # as uploaded, and the first run's outputs. Only outputs that differ come back twice.
-        pristine = {name: bufs.snapshot(name) for name in ref.inputs}
+        with phase("upload"):
+            for name, host in ref.inputs.items():
+                ctx.upload(bufs.device[name], host)
+        with phase("allocate"):
+            prepared = prepare(
+                ctx, info, funcs, plan, task.env(case), task.params(case), bufs.device, task_bytes(task, case)
+            )
+            # The checks that need no reference run on the device against copies made there: the
+            # inputs as uploaded, and the first run's outputs. Only outputs that differ come back twice.
+            pristine = {name: bufs.snapshot(name) for name in ref.inputs}
         timeout = settings.launch_timeout_s
         runs: list[dict[str, np.ndarray]] = []
         first_run: dict[str, DeviceBuffer] = {}
         for pattern in settings.scrub_patterns:
-            for b in task.outputs:
-                poison(ctx, bufs.device[b.name], b.dtype)
-            harness.scrub_shared(pattern)
-            prepared.run(ctx)
-            ctx.wait(timeout)
+            with phase("run"):
+                for b in task.outputs:
+                    poison(ctx, bufs.device[b.name], b.dtype)
+                harness.scrub_shared(pattern)
+                prepared.run(ctx)
+                ctx.wait(timeout)
             if not runs:
-                runs.append({b.name: bufs.download(b.name, timeout) for b in task.outputs})
-                first_run = {b.name: bufs.snapshot(b.name) for b in task.outputs}
+                with phase("download"):
+                    runs.append({b.name: bufs.download(b.name, timeout) for b in task.outputs})
+                with phase("device checks"):
+                    first_run = {b.name: bufs.snapshot(b.name) for b in task.outputs}
                 continue
-            runs.append(
-                {
-                    b.name: runs[0][b.name]
-                    if harness.count_diff(bufs.device[b.name], first_run[b.name], timeout) == 0
-                    else bufs.download(b.name, timeout)
+            with phase("device checks"):
+                same = {
+                    b.name: harness.count_diff(bufs.device[b.name], first_run[b.name], timeout) == 0
                     for b in task.outputs
                 }
-            )
+            with phase("download"):
+                runs.append({n: runs[0][n] if ok else bufs.download(n, timeout) for n, ok in same.items()})
 
         problem = None
-        for name in ref.inputs:
-            changed = harness.count_diff(bufs.device[name], pristine[name], timeout)
-            if changed:
-                problem = f"the kernel wrote to input {name!r} ({changed} bytes changed); inputs are read-only"
-                break
+        with phase("device checks"):
+            for name in ref.inputs:
+                changed = harness.count_diff(bufs.device[name], pristine[name], timeout)
+                if changed:
+                    problem = f"the kernel wrote to input {name!r} ({changed} bytes changed); inputs are read-only"
+                    break
 
         comparisons: list[OutputComparison] = []
         assert ref.expected is not None
-        for b in task.outputs:
-            scale = ref.scale[b.name] if ref.scale else None
-            first = compare_output(
-                b.name,
-                ref.expected[b.name],
-                runs[0][b.name],
-                task.tolerance,
-                scale,
-                settings.mismatches_reported,
-            )
-            # A second run bit-identical to the first needs no second comparison (the common case,
-            # and at the timing size that comparison is most of the validator's host time).
-            identical = runs[1][b.name] is runs[0][b.name]  # compared on the device
-            if first.passed and not identical:
-                second = compare_output(
+        with phase("compare"):
+            for b in task.outputs:
+                scale = ref.scale[b.name] if ref.scale else None
+                first = compare_output(
                     b.name,
                     ref.expected[b.name],
-                    runs[1][b.name],
+                    runs[0][b.name],
                     task.tolerance,
                     scale,
                     settings.mismatches_reported,
                 )
-                if not second.passed and problem is None:
-                    problem = (
-                        f"two runs on the same inputs differ: the second run leaves {second.wrong} "
-                        f"element(s) of {b.name!r} wrong (a race, or a read of memory nothing "
-                        "wrote, e.g. uninitialised shared memory)"
+                # A second run bit-identical to the first needs no second comparison (the common case,
+                # and at the timing size that comparison is most of the validator's host time).
+                identical = runs[1][b.name] is runs[0][b.name]  # compared on the device
+                if first.passed and not identical:
+                    second = compare_output(
+                        b.name,
+                        ref.expected[b.name],
+                        runs[1][b.name],
+                        task.tolerance,
+                        scale,
+                        settings.mismatches_reported,
                     )
-                    first = second
-            elif problem is None and not np.array_equal(runs[0][b.name], runs[1][b.name], equal_nan=True):
-                problem = (
-                    f"results also differ between two runs on the same inputs ({b.name!r}): "
-                    "a race or a read of uninitialised memory"
-                )
-            comparisons.append(first)
+                    if not second.passed and problem is None:
+                        problem = (
+                            f"two runs on the same inputs differ: the second run leaves {second.wrong} "
+                            f"element(s) of {b.name!r} wrong (a race, or a read of memory nothing "
+                            "wrote, e.g. uninitialised shared memory)"
+                        )
+                        first = second
+                elif problem is None and not np.array_equal(runs[0][b.name], runs[1][b.name], equal_nan=True):
+                    problem = (
+                        f"results also differ between two runs on the same inputs ({b.name!r}): "
+                        "a race or a read of uninitialised memory"
+                    )
+                comparisons.append(first)
 
         wrong = sum(c.wrong for c in comparisons)
         report = CaseReport(
@@ -228,6 +238,7 @@ def validate(
     """Judge one loaded module. PlanError/CudaError/KernelTimeout propagate to the worker, which
     turns them into a verdict (and restarts itself after a sticky error or a hang)."""
     start = time.monotonic()
+    phase = PhaseClock()
     funcs = ModuleFunctions(ctx, module)
     cases: list[CaseReport] = []
     mismatches: list[Mismatch] = []
@@ -240,9 +251,10 @@ def validate(
             continue
         for s in range(case.seeds):
             label = f"{case.label} seed {s}"
-            ref = refs.get(task, case, case_seed(task, case, s))
+            with phase("reference"):
+                ref = refs.get(task, case, case_seed(task, case, s))
             try:
-                outcome = run_case(ctx, info, harness, funcs, task, plan, case, ref, label, settings)
+                outcome = run_case(ctx, info, harness, funcs, task, plan, case, ref, label, settings, phase)
             except Exception as exc:
                 exc.case = label  # type: ignore[attr-defined]  # the worker names the case in its report
                 raise
@@ -263,4 +275,5 @@ def validate(
         patterns=tuple(patterns),
         resources=resources,
         elapsed_s=time.monotonic() - start,
+        phases_s=phase.totals,
     )

@@ -206,7 +206,8 @@ class Judge:
         anchors = {k: v for part in parts for k, v in part.anchors.items()}
         notes = tuple(n for part in parts for n in part.notes)
         first = parts[0]
-        return RoundTiming(first.device, first.baseline, judged, notes, anchors, first.anchor)
+        phases = tuple(p for part in parts for p in part.profile_phases_s)
+        return RoundTiming(first.device, first.baseline, judged, notes, anchors, first.anchor, phases)
 
     async def _profile_group(
         self,
@@ -260,7 +261,7 @@ class Judge:
             anchor_j = self._with_timing(anchor[1], by_label.get(anchor[1].label), base_t, where)
         anchors = {j.label: anchor_j.timing for j in judged if anchor_j is not None and anchor_j.timing is not None}
         judged.extend(crashed.values())
-        return RoundTiming(outcome.device, base_t, tuple(judged), tuple(notes), anchors, anchor_j)
+        return RoundTiming(outcome.device, base_t, tuple(judged), tuple(notes), anchors, anchor_j, (outcome.phases_s,))
 
     def _with_timing(self, j: Judgement, t: Timing | None, base_t: Timing | None, where: str) -> Judgement:
         if t is None or t.fault is not None:

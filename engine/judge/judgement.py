@@ -84,3 +84,5 @@ class RoundTiming:
     # what a program must beat, measured in the same session on the same GPU.
     anchors: dict[str, Timing] = field(default_factory=dict)
     anchor: Judgement | None = None  # the anchor's judgement from the first GPU's session
+    # Where each GPU's profiling job spent its time (ProfileReport.phases_s), one entry per GPU.
+    profile_phases_s: tuple[dict[str, float], ...] = ()
