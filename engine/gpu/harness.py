@@ -12,7 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from engine.dtypes import DTYPES
 from engine.gpu.driver import Context, DeviceBuffer, pack_params
+from engine.judge.compare import HALF_POISON, INT_POISON
+from engine.task.model import Tolerance
 
 HARNESS_SOURCE = r"""
 // Overwrite every byte of the block's shared memory with a pattern. Launched on every SM with the
@@ -111,6 +114,95 @@ extern "C" __global__ void harness_count_diff(const uint4* __restrict__ a, const
     }
 }
 
+// Compare an output with the float64 reference on the device, exactly as engine/judge/compare.py
+// does on the host: err = |double(got) - expected|; "exact" wants err == 0, the other rules
+// err <= rtol * base + atol (base = |expected|, the output's RMS, or a per-element scale), rounded
+// step by step as NumPy does (no fused multiply-add). Elements still holding the poison bit pattern
+// were never written. Totals land in out[0..3]: wrong, unwritten, the bits of the largest finite
+// error/bound ratio (non-negative doubles order like their bits), and how many ratios were not
+// finite. A passing output needs nothing more; a failing one is downloaded and described on the host.
+struct ToDoubleF32 { __device__ double operator()(unsigned int b) const { return (double)__uint_as_float(b); } };
+struct ToDoubleF64 { __device__ double operator()(unsigned long long b) const { return __longlong_as_double(b); } };
+struct ToDoubleF16 {
+    __device__ double operator()(unsigned short b) const {
+        float f;
+        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(b));
+        return (double)f;
+    }
+};
+struct ToDoubleI32 { __device__ double operator()(unsigned int b) const { return (double)(int)b; } };
+struct ToDoubleU32 { __device__ double operator()(unsigned int b) const { return (double)b; } };
+struct ToDoubleI64 { __device__ double operator()(unsigned long long b) const { return (double)(long long)b; } };
+struct ToDoubleI8 { __device__ double operator()(unsigned char b) const { return (double)(signed char)b; } };
+struct ToDoubleU8 { __device__ double operator()(unsigned char b) const { return (double)b; } };
+
+template <typename Bits, typename ToDouble>
+__device__ void compare_output(const Bits* __restrict__ got, const double* __restrict__ expected,
+                               const double* __restrict__ scale, unsigned long long n, int mode, double rtol,
+                               double atol, double rms, unsigned long long poison, int has_poison,
+                               unsigned long long* out)
+{
+    const double inf = __longlong_as_double(0x7FF0000000000000ull);
+    unsigned long long wrong = 0, unwritten = 0, nonfinite = 0;
+    double worst = 0.0;
+    ToDouble to_double;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        Bits bits = got[i];
+        double e = expected[i];
+        double err = fabs(__dsub_rn(to_double(bits), e));
+        bool ok;
+        double ratio;
+        if (mode == 0) {  // exact
+            ok = err == 0.0;
+            ratio = ok ? 0.0 : inf;
+        } else {
+            double base = mode == 1 ? fabs(e) : mode == 2 ? rms : scale[i];
+            double bound = __dadd_rn(__dmul_rn(base, rtol), atol);
+            ok = err <= bound;  // NaN never passes
+            ratio = bound > 0.0 ? __ddiv_rn(err, bound) : (err > 0.0 ? inf : 0.0);
+        }
+        if (has_poison && (unsigned long long)bits == poison) {
+            ++unwritten;
+            ok = false;
+        }
+        wrong += ok ? 0 : 1;
+        if (isfinite(ratio)) {
+            worst = fmax(worst, ratio);
+        } else {
+            ++nonfinite;
+        }
+    }
+    for (int offset = 16; offset > 0; offset /= 2) {
+        wrong += __shfl_down_sync(0xffffffffu, wrong, offset);
+        unwritten += __shfl_down_sync(0xffffffffu, unwritten, offset);
+        nonfinite += __shfl_down_sync(0xffffffffu, nonfinite, offset);
+        worst = fmax(worst, __shfl_down_sync(0xffffffffu, worst, offset));
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (wrong) atomicAdd(out, wrong);
+        if (unwritten) atomicAdd(out + 1, unwritten);
+        atomicMax(out + 2, (unsigned long long)__double_as_longlong(worst));
+        if (nonfinite) atomicAdd(out + 3, nonfinite);
+    }
+}
+
+#define HARNESS_COMPARE(NAME, BITS, TO_DOUBLE)                                                               \
+    extern "C" __global__ void NAME(const BITS* got, const double* expected, const double* scale,             \
+                                    unsigned long long n, int mode, double rtol, double atol, double rms,     \
+                                    unsigned long long poison, int has_poison, unsigned long long* out)        \
+    {                                                                                                         \
+        compare_output<BITS, TO_DOUBLE>(got, expected, scale, n, mode, rtol, atol, rms, poison, has_poison, out); \
+    }
+HARNESS_COMPARE(harness_compare_float32, unsigned int, ToDoubleF32)
+HARNESS_COMPARE(harness_compare_float64, unsigned long long, ToDoubleF64)
+HARNESS_COMPARE(harness_compare_float16, unsigned short, ToDoubleF16)
+HARNESS_COMPARE(harness_compare_int32, unsigned int, ToDoubleI32)
+HARNESS_COMPARE(harness_compare_uint32, unsigned int, ToDoubleU32)
+HARNESS_COMPARE(harness_compare_int64, unsigned long long, ToDoubleI64)
+HARNESS_COMPARE(harness_compare_int8, unsigned char, ToDoubleI8)
+HARNESS_COMPARE(harness_compare_uint8, unsigned char, ToDoubleU8)
+
 // Eight independent FMA chains per thread: the fp32 arithmetic ceiling.
 extern "C" __global__ void harness_fma(float* out, int iters, float a, float b)
 {
@@ -140,6 +232,19 @@ def compile_harness(arch: str) -> bytes:
     return result.cubin
 
 
+# The output dtypes harness_compare_<dtype> exists for, and the tolerance rules it knows.
+COMPARE_DTYPES = ("float32", "float64", "float16", "int32", "uint32", "int64", "int8", "uint8")
+_COMPARE_MODES = {"exact": 0, "abs": 1, "rms": 2, "custom": 3}
+
+
+@dataclass(frozen=True)
+class DeviceComparison:
+    wrong: int  # elements outside the tolerance, unwritten ones included
+    unwritten: int  # still holding the poison
+    worst_ratio: float  # the largest finite |error| / allowed error
+    nonfinite: int  # elements whose ratio is infinite or NaN (only ever wrong ones)
+
+
 @dataclass
 class Harness:
     ctx: Context
@@ -152,9 +257,11 @@ class Harness:
     triad: Any
     read: Any
     diff: Any
+    compare_fns: dict[str, Any]  # output dtype -> harness_compare_<dtype>
     flush_buffer: DeviceBuffer
     sink: DeviceBuffer
     counter: DeviceBuffer
+    totals: DeviceBuffer  # the comparison's four counters
     sm_count: int
     shared_optin: int
 
@@ -167,6 +274,7 @@ class Harness:
         ctx.zero(flush_buffer.ptr, flush_buffer.nbytes)
         sink = ctx.alloc(4)
         counter = ctx.alloc(8)
+        totals = ctx.alloc(4 * 8)
         fn = lambda name: ctx.function(module, name)  # noqa: E731
         harness = cls(
             ctx=ctx,
@@ -179,9 +287,11 @@ class Harness:
             triad=fn("harness_triad"),
             read=fn("harness_read"),
             diff=fn("harness_count_diff"),
+            compare_fns={dtype: fn(f"harness_compare_{dtype}") for dtype in COMPARE_DTYPES},
             flush_buffer=flush_buffer,
             sink=sink,
             counter=counter,
+            totals=totals,
             sm_count=sm_count,
             shared_optin=shared_optin,
         )
@@ -209,6 +319,43 @@ class Harness:
         out = np.zeros(1, dtype=np.uint64)
         self.ctx.download(self.counter, out, timeout_s)
         return int(out[0])
+
+    def compare(
+        self,
+        got: DeviceBuffer,
+        dtype: str,
+        count: int,
+        expected: DeviceBuffer,
+        scale: DeviceBuffer | None,
+        tol: Tolerance,
+        rms: float,
+        timeout_s: float,
+    ) -> DeviceComparison:
+        """Compare `count` elements of `got` with the float64 `expected` (and `scale`) on the device."""
+        if not count:
+            return DeviceComparison(0, 0, 0.0, 0)
+        poison = {2: HALF_POISON, 4: INT_POISON, 8: (INT_POISON << 32) | INT_POISON}.get(DTYPES[dtype].itemsize)
+        self.ctx.zero(self.totals.ptr, self.totals.nbytes)
+        params = pack_params(
+            [
+                ("ptr", got.ptr),
+                ("ptr", expected.ptr),
+                ("ptr", scale.ptr if scale is not None else 0),
+                ("uint64", count),
+                ("int32", _COMPARE_MODES[tol.scale]),
+                ("float64", tol.rtol),
+                ("float64", tol.atol),
+                ("float64", rms),
+                ("uint64", poison or 0),
+                ("int32", int(poison is not None)),
+                ("ptr", self.totals.ptr),
+            ]
+        )
+        self.ctx.launch(self.compare_fns[dtype], (4 * self.sm_count, 1, 1), (256, 1, 1), 0, params)
+        out = np.zeros(4, dtype=np.uint64)
+        self.ctx.download(self.totals, out, timeout_s)
+        worst = float(out[2:3].view(np.float64)[0])
+        return DeviceComparison(wrong=int(out[0]), unwritten=int(out[1]), worst_ratio=worst, nonfinite=int(out[3]))
 
     def delay_us(self, us: float) -> None:
         self.ctx.launch(self.delay, (1, 1, 1), (1, 1, 1), 0, pack_params([("uint64", int(us * 1000))]))

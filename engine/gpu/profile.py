@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.gpu.device_compare import compare_on_device
 from engine.gpu.driver import Context, CudaError, is_fatal
 from engine.gpu.harness import Harness
 from engine.gpu.phases import PhaseClock
@@ -23,7 +24,6 @@ from engine.gpu.reference_cache import ReferenceCache
 from engine.gpu.runner import ModuleFunctions, PlanError, PreparedPlan, prepare
 from engine.gpu.telemetry import Nvml
 from engine.gpu.validate import BufferSet, poison, task_bytes
-from engine.judge.compare import compare_output
 from engine.settings import ProfileSettings, ValidationSettings
 from engine.task.model import Task
 from engine.task.reference import case_seed
@@ -220,12 +220,20 @@ class Profiler:
         e.prepared.run(self.ctx)
         self.ctx.wait(self.vs.launch_timeout_s)
         for b in task.outputs:
-            got = e.bufs.download(b.name, self.vs.launch_timeout_s)
             scale = ref.scale[b.name] if ref.scale else None
-            cmp = compare_output(b.name, ref.expected[b.name], got, task.tolerance, scale, 1)
-            if not cmp.passed:
+            wrong, _ = compare_on_device(
+                self.ctx,
+                self.harness,
+                e.bufs.device[b.name],
+                b,
+                ref.expected[b.name],
+                scale,
+                task.tolerance,
+                self.vs.launch_timeout_s,
+            )
+            if wrong:
                 return (
-                    f"after timing, new input values in the same buffers gave {cmp.wrong} wrong "
+                    f"after timing, new input values in the same buffers gave {wrong} wrong "
                     f"element(s) of {b.name!r}: the kernel returns results cached from earlier runs"
                 )
         return None

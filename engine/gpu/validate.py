@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.dtypes import DTYPES
+from engine.gpu.device_compare import compare_on_device
 from engine.gpu.driver import Context, DeviceBuffer, is_fatal
 from engine.gpu.phases import PhaseClock
 from engine.gpu.protocol import CaseReport, DeviceInfo, LaunchResources, ValidationReport
@@ -70,6 +71,11 @@ class BufferSet:
         self.ctx.download(self.device[name], host, timeout_s)
         return host
 
+    def download_snapshot(self, name: str, timeout_s: float) -> np.ndarray:
+        host = self.host_empty(name)
+        self.ctx.download(self.copies[name], host, timeout_s)
+        return host
+
     def snapshot(self, name: str) -> DeviceBuffer:
         """A device-side copy of buffer `name` as it is now (stream-ordered), freed with the set."""
         if name not in self.copies:
@@ -97,7 +103,12 @@ def run_case(
     settings: ValidationSettings,
     phase: PhaseClock | None = None,
 ) -> CaseOutcome:
-    """Run one validation case twice and judge it. Raises PlanError, CudaError or KernelTimeout."""
+    """Run one validation case twice and judge it. Raises PlanError, CudaError or KernelTimeout.
+
+    Everything a correct kernel needs is checked on the device: its inputs against a copy made
+    there, the second run's outputs against the first's, and the first run's outputs against the
+    reference (engine/gpu/device_compare.py). Only a failure brings outputs to the host, to be
+    described element by element."""
     phase = phase or PhaseClock()
     with phase("allocate"):
         bufs = BufferSet(ctx, task, case)
@@ -111,32 +122,24 @@ def run_case(
             prepared = prepare(
                 ctx, info, funcs, plan, task.env(case), task.params(case), bufs.device, task_bytes(task, case)
             )
-            # The checks that need no reference run on the device against copies made there: the
-            # inputs as uploaded, and the first run's outputs. Only outputs that differ come back twice.
             pristine = {name: bufs.snapshot(name) for name in ref.inputs}
         timeout = settings.launch_timeout_s
-        runs: list[dict[str, np.ndarray]] = []
         first_run: dict[str, DeviceBuffer] = {}
-        for pattern in settings.scrub_patterns:
+        same: dict[str, bool] = {}
+        for i, pattern in enumerate(settings.scrub_patterns):
             with phase("run"):
                 for b in task.outputs:
                     poison(ctx, bufs.device[b.name], b.dtype)
                 harness.scrub_shared(pattern)
                 prepared.run(ctx)
                 ctx.wait(timeout)
-            if not runs:
-                with phase("download"):
-                    runs.append({b.name: bufs.download(b.name, timeout) for b in task.outputs})
-                with phase("device checks"):
-                    first_run = {b.name: bufs.snapshot(b.name) for b in task.outputs}
-                continue
             with phase("device checks"):
-                same = {
-                    b.name: harness.count_diff(bufs.device[b.name], first_run[b.name], timeout) == 0
-                    for b in task.outputs
-                }
-            with phase("download"):
-                runs.append({n: runs[0][n] if ok else bufs.download(n, timeout) for n, ok in same.items()})
+                if i == 0:
+                    first_run = {b.name: bufs.snapshot(b.name) for b in task.outputs}
+                else:
+                    for b in task.outputs:
+                        differ = harness.count_diff(bufs.device[b.name], first_run[b.name], timeout)
+                        same[b.name] = same.get(b.name, True) and differ == 0
 
         problem = None
         with phase("device checks"):
@@ -148,42 +151,23 @@ def run_case(
 
         comparisons: list[OutputComparison] = []
         assert ref.expected is not None
-        with phase("compare"):
-            for b in task.outputs:
-                scale = ref.scale[b.name] if ref.scale else None
-                first = compare_output(
-                    b.name,
-                    ref.expected[b.name],
-                    runs[0][b.name],
-                    task.tolerance,
-                    scale,
-                    settings.mismatches_reported,
+        for b in task.outputs:
+            scale = ref.scale[b.name] if ref.scale else None
+            with phase("compare"):
+                _wrong, passed = compare_on_device(
+                    ctx, harness, first_run[b.name], b, ref.expected[b.name], scale, task.tolerance, timeout
                 )
-                # A second run bit-identical to the first needs no second comparison (the common case,
-                # and at the timing size that comparison is most of the validator's host time).
-                identical = runs[1][b.name] is runs[0][b.name]  # compared on the device
-                if first.passed and not identical:
-                    second = compare_output(
-                        b.name,
-                        ref.expected[b.name],
-                        runs[1][b.name],
-                        task.tolerance,
-                        scale,
-                        settings.mismatches_reported,
-                    )
-                    if not second.passed and problem is None:
-                        problem = (
-                            f"two runs on the same inputs differ: the second run leaves {second.wrong} "
-                            f"element(s) of {b.name!r} wrong (a race, or a read of memory nothing "
-                            "wrote, e.g. uninitialised shared memory)"
-                        )
-                        first = second
-                elif problem is None and not np.array_equal(runs[0][b.name], runs[1][b.name], equal_nan=True):
-                    problem = (
-                        f"results also differ between two runs on the same inputs ({b.name!r}): "
-                        "a race or a read of uninitialised memory"
-                    )
-                comparisons.append(first)
+            if passed is not None and same.get(b.name, True):
+                comparisons.append(passed)
+                continue
+            # A failure: both runs come to the host to be described.
+            with phase("download"):
+                first = bufs.download_snapshot(b.name, timeout)
+                second = first if same.get(b.name, True) else bufs.download(b.name, timeout)
+            with phase("compare"):
+                comparison, why = judge_runs_on_host(b.name, ref, first, second, task, settings)
+            comparisons.append(comparison)
+            problem = problem or why
 
         wrong = sum(c.wrong for c in comparisons)
         report = CaseReport(
@@ -206,6 +190,42 @@ def run_case(
             if prepared is not None:
                 prepared.release(ctx)
             bufs.free()
+
+
+def judge_runs_on_host(
+    name: str,
+    ref: ReferenceCase,
+    first: np.ndarray,
+    second: np.ndarray,
+    task: Task,
+    settings: ValidationSettings,
+) -> tuple[OutputComparison, str | None]:
+    """Compare both runs of one output with the reference on the host: the comparison to report
+    (the second run's when only it is wrong) and a problem line when the runs disagree."""
+    assert ref.expected is not None
+    scale = ref.scale[name] if ref.scale else None
+
+    def compare(got: np.ndarray) -> OutputComparison:
+        return compare_output(name, ref.expected[name], got, task.tolerance, scale, settings.mismatches_reported)
+
+    result = compare(first)
+    if second is first:
+        return result, None
+    if result.passed:
+        again = compare(second)
+        if again.passed:
+            return result, None  # not bit-identical, yet both right (say, float atomics in another order)
+        return again, (
+            f"two runs on the same inputs differ: the second run leaves {again.wrong} "
+            f"element(s) of {name!r} wrong (a race, or a read of memory nothing "
+            "wrote, e.g. uninitialised shared memory)"
+        )
+    if not np.array_equal(first, second, equal_nan=True):
+        return result, (
+            f"results also differ between two runs on the same inputs ({name!r}): "
+            "a race or a read of uninitialised memory"
+        )
+    return result, None
 
 
 def summarize(task: Task, cases: list[CaseReport], skipped_timing: bool) -> str:

@@ -1,11 +1,16 @@
-"""The harness's on-device byte comparison, which the validator and the profiler trust to say that
-inputs were left alone and that two runs agree: it must count every differing byte, tail included."""
+"""The harness's on-device checks, which the validator and the profiler trust: the byte comparison
+(inputs left alone, two runs agree) must count every differing byte, tail included; the comparison
+with the reference must reach the host's verdict (engine/judge/compare.py) for every output dtype
+and tolerance rule."""
 
 import numpy as np
 import pytest
 
+from engine.dtypes import DTYPES
 from engine.gpu.driver import Context, driver_available
 from engine.gpu.harness import Harness, compile_harness
+from engine.judge.compare import HALF_POISON, INT_POISON, compare_output
+from engine.task.model import Tolerance
 
 pytestmark = pytest.mark.gpu
 
@@ -47,3 +52,102 @@ def test_count_diff_counts_every_changed_byte(harness, nbytes):
     finally:
         ctx.free(a)
         ctx.free(b)
+
+
+# Output dtype and tolerance rule: every kernel variant and every rule the tasks use.
+COMPARE_CASES = [
+    ("float32", Tolerance("abs", 1e-6, 1e-12)),
+    ("float32", Tolerance("rms", 3e-4, 1e-30)),
+    ("float32", Tolerance("custom", 1e-5, 1e-30)),
+    ("float32", Tolerance("exact", 0.0, 0.0)),
+    ("float64", Tolerance("abs", 1e-12, 1e-30)),
+    ("float16", Tolerance("custom", 1e-3, 1e-30)),
+    ("int32", Tolerance("exact", 0.0, 0.0)),
+    ("uint32", Tolerance("exact", 0.0, 0.0)),
+    ("int64", Tolerance("exact", 0.0, 0.0)),
+    ("int8", Tolerance("exact", 0.0, 0.0)),
+    ("uint8", Tolerance("exact", 0.0, 0.0)),
+]
+
+
+def _data(dtype: str, n: int, rng: np.random.Generator, exact: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(expected as float64, a close `got` in the output dtype, a custom scale)."""
+    if DTYPES[dtype].is_float:
+        expected = rng.standard_normal(n) * 10.0
+        got = expected.astype(DTYPES[dtype].numpy)
+        if exact:  # an exact rule needs a reference the output type can hold
+            expected = got.astype(np.float64)
+    else:
+        info = np.iinfo(DTYPES[dtype].numpy)
+        got = rng.integers(max(info.min, -(2**40)), min(info.max, 2**40), size=n, dtype=DTYPES[dtype].numpy)
+        expected = got.astype(np.float64)
+    scale = np.abs(expected) + np.abs(rng.standard_normal(n))
+    return expected, got, scale
+
+
+def _spoil(got: np.ndarray, rng: np.random.Generator) -> None:
+    """Unwritten elements (the poison), and wrong ones: off by a lot, NaN and inf where the type has them."""
+    n = got.size
+    idx = rng.choice(n, size=40, replace=False)
+    size = got.dtype.itemsize
+    poison = {2: HALF_POISON, 4: INT_POISON, 8: (INT_POISON << 32) | INT_POISON}.get(size)
+    view = got.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[size])
+    if poison is not None:
+        view[idx[:10]] = poison
+    if np.issubdtype(got.dtype, np.floating):
+        got[idx[10:20]] = got[idx[10:20]] * 1.5 + 1.0
+        got[idx[20:25]] = np.nan
+        got[idx[25:30]] = np.inf
+    else:
+        got[idx[10:30]] = got[idx[10:30]] ^ 1
+
+
+def _device_compare(harness, got: np.ndarray, dtype: str, expected, scale, tol):
+    from engine.gpu.device_compare import compare_on_device
+    from engine.task.model import BufferSpec
+
+    ctx = harness.ctx
+    buf = ctx.alloc(got.nbytes)
+    try:
+        ctx.upload(buf, got)
+        spec = BufferSpec("out", dtype, (str(got.size),), "output")
+        return compare_on_device(ctx, harness, buf, spec, expected, scale, tol, 10.0)
+    finally:
+        ctx.free(buf)
+
+
+@pytest.mark.parametrize(("dtype", "tol"), COMPARE_CASES, ids=[f"{d}-{t.scale}" for d, t in COMPARE_CASES])
+def test_device_comparison_agrees_with_the_host(harness, dtype, tol):
+    rng = np.random.default_rng(7)
+    n = 300_007
+    expected, got, scale = _data(dtype, n, rng, tol.scale == "exact")
+    host = compare_output("out", expected, got, tol, scale)
+    wrong, passed = _device_compare(harness, got, dtype, expected, scale, tol)
+    assert host.passed and wrong == 0 and passed is not None
+    assert passed.checked == host.checked == n
+    # The same arithmetic in the same order: the worst ratio is the host's to the last bit.
+    assert passed.worst_ratio == host.worst_ratio
+
+    _spoil(got, rng)
+    host = compare_output("out", expected, got, tol, scale)
+    wrong, passed = _device_compare(harness, got, dtype, expected, scale, tol)
+    assert passed is None
+    assert wrong == host.wrong > 0
+
+
+def test_device_comparison_counts_unwritten_elements(harness):
+    expected = np.arange(1000, dtype=np.float64)
+    got = expected.astype(np.float32)
+    got.view(np.uint32)[-7:] = INT_POISON  # the last 7 never written
+    tol = Tolerance("abs", 1e-6, 1e-12)
+    ctx = harness.ctx
+    buf = ctx.alloc(got.nbytes)
+    exp_dev = ctx.alloc(expected.nbytes)
+    try:
+        ctx.upload(buf, got)
+        ctx.upload(exp_dev, expected)
+        result = harness.compare(buf, "float32", got.size, exp_dev, None, tol, 0.0, 10.0)
+    finally:
+        ctx.free(buf)
+        ctx.free(exp_dev)
+    assert (result.wrong, result.unwritten) == (7, 7)

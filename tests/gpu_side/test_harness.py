@@ -3,11 +3,14 @@ functions and launch parameters the way the kernels declare them (no GPU needed)
 
 from unittest import mock
 
+import numpy as np
 import pytest
 
 from engine.compile.nvrtc import compile_in_process
-from engine.gpu.harness import HARNESS_SOURCE, Harness
+from engine.dtypes import DTYPES
+from engine.gpu.harness import COMPARE_DTYPES, HARNESS_SOURCE, Harness
 from engine.gpu.peaks import fp16_tensor_rate
+from engine.task.model import Tolerance
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
@@ -31,6 +34,8 @@ def test_harness_kernels_compile(arch):
     assert len(result.ptx_entries["harness_fma"]) == 4
     assert len(result.ptx_entries["harness_delay"]) == 1
     assert len(result.ptx_entries["harness_count_diff"]) == 4
+    for dtype in COMPARE_DTYPES:
+        assert len(result.ptx_entries[f"harness_compare_{dtype}"]) == 11, dtype
 
 
 def test_harness_load_and_launch_parameter_counts():
@@ -52,6 +57,12 @@ def test_harness_load_and_launch_parameter_counts():
         with mock.patch("engine.gpu.harness.np.zeros", return_value=[7]):
             assert h.count_diff(a, b, 1.0) == 7  # the counter's value, as downloaded
 
+    def compare(got):
+        with mock.patch("engine.gpu.harness.np.zeros", return_value=np.array([3, 1, 0, 2], dtype=np.uint64)):
+            result = h.compare(got, "float32", 100, got, None, Tolerance("abs", 1e-6, 0.0), 0.0, 1.0)
+        assert (result.wrong, result.unwritten, result.nonfinite, result.worst_ratio) == (3, 1, 2, 0.0)
+
+    calls["compare"] = (compare, (mock.MagicMock(ptr=1, nbytes=400),), 11)
     calls["diff"] = (count_diff, (mock.MagicMock(ptr=1, nbytes=1 << 20), mock.MagicMock(ptr=2, nbytes=1 << 20)), 4)
     for name, (method, args, nparams) in calls.items():
         ctx.launch.reset_mock()
@@ -67,3 +78,7 @@ def test_harness_load_and_launch_parameter_counts():
 def test_fp16_tensor_rate_from_the_datasheet():
     info = mock.MagicMock(compute_capability=(9, 0), sm_count=132, sm_clock_mhz=1830)
     assert fp16_tensor_rate(info) == pytest.approx(989.4e12, rel=0.01)
+
+
+def test_every_task_dtype_has_a_comparison_kernel():
+    assert set(COMPARE_DTYPES) == set(DTYPES)

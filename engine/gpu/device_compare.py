@@ -1,0 +1,74 @@
+"""Judge an output against the reference on the GPU, without bringing it to the host.
+
+The float64 reference (and a custom tolerance's scale) goes up into buffers that exist only for the
+comparison: no candidate kernel runs while they are on the device, and they are wiped before they
+are freed, so a kernel can never find the expected values in memory and copy them. Only four
+counters come back. An output that passes is fully judged this way; one that fails is downloaded
+and compared on the host, which also finds the first mismatches and the shape of the failure.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.gpu.driver import Context, DeviceBuffer, is_fatal
+from engine.gpu.harness import Harness
+from engine.judge.compare import OutputComparison
+from engine.task.model import BufferSpec, Tolerance
+
+
+def rms_of(expected64: np.ndarray) -> float:
+    """The output's RMS, computed as compare.py does for the "rms" rule."""
+    return float(np.sqrt(np.dot(expected64, expected64) / expected64.size)) if expected64.size else 0.0
+
+
+def compare_on_device(
+    ctx: Context,
+    harness: Harness,
+    got: DeviceBuffer,
+    spec: BufferSpec,
+    expected: np.ndarray,
+    scale: np.ndarray | None,
+    tol: Tolerance,
+    timeout_s: float,
+) -> tuple[int, OutputComparison | None]:
+    """(wrong elements, the comparison when nothing is wrong). With wrong elements the caller
+    downloads `got` and describes the failure with compare_output()."""
+    exp64 = np.ascontiguousarray(expected, dtype=np.float64).reshape(-1)
+    uploaded: list[DeviceBuffer] = []
+
+    def wipe_and_free() -> None:
+        for buf in uploaded:
+            ctx.zero(buf.ptr, buf.nbytes)
+        ctx.wait(timeout_s)  # wiped before the memory can go to anyone else
+        for buf in uploaded:
+            ctx.free(buf)
+
+    try:
+        exp_dev = ctx.alloc(exp64.nbytes)
+        uploaded.append(exp_dev)
+        ctx.upload(exp_dev, exp64)
+        scale_dev = None
+        if tol.scale == "custom" and scale is not None:
+            scale64 = np.ascontiguousarray(scale, dtype=np.float64).reshape(-1)
+            scale_dev = ctx.alloc(scale64.nbytes)
+            uploaded.append(scale_dev)
+            ctx.upload(scale_dev, scale64)
+        rms = rms_of(exp64) if tol.scale == "rms" else 0.0
+        result = harness.compare(got, spec.dtype, exp64.size, exp_dev, scale_dev, tol, rms, timeout_s)
+    except BaseException as exc:
+        if not is_fatal(exc):  # a dead context frees nothing
+            wipe_and_free()
+        raise
+    wipe_and_free()
+    if result.wrong:
+        return result.wrong, None
+    return 0, OutputComparison(
+        output=spec.name,
+        checked=int(exp64.size),
+        wrong=0,
+        unwritten=0,
+        worst_ratio=result.worst_ratio,
+        mismatches=(),
+        pattern=None,
+    )
