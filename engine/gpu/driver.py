@@ -106,10 +106,19 @@ def driver_available() -> str | None:
     return None
 
 
+# Every buffer starts on a 2 MiB boundary (a large page), so every program timed against another
+# finds its buffers at the same alignment. The speed of atomics depends on the address: the
+# histogram baseline's 1 KB of bins runs 5.3 ms at a 1 KB-aligned address and 3.0 ms 512 bytes
+# further on (H200, bench notes in docs/baselines.md). A small allocation is otherwise placed
+# wherever the driver's sub-allocator has room, which differs from program to program.
+BUFFER_ALIGNMENT = 2 * 1024 * 1024
+
+
 @dataclass
 class DeviceBuffer:
-    ptr: int
+    ptr: int  # aligned to BUFFER_ALIGNMENT
     nbytes: int
+    base: int = 0  # what cuMemAlloc returned (0: ptr itself)
 
 
 class Context:
@@ -158,12 +167,14 @@ class Context:
 
     # ---- memory ----------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> DeviceBuffer:
-        # Zero-byte buffers still need a distinct, valid pointer.
-        ptr = check(cu.cuMemAlloc(max(nbytes, 4)), "cuMemAlloc")
-        return DeviceBuffer(int(ptr), nbytes)
+        # Zero-byte buffers still need a distinct, valid pointer. The slack lets the buffer start
+        # on an aligned address whatever the driver returns.
+        base = int(check(cu.cuMemAlloc(max(nbytes, 4) + BUFFER_ALIGNMENT), "cuMemAlloc"))
+        ptr = -(-base // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT
+        return DeviceBuffer(ptr, nbytes, base)
 
     def free(self, buf: DeviceBuffer) -> None:
-        check(cu.cuMemFree(buf.ptr), "cuMemFree")
+        check(cu.cuMemFree(buf.base or buf.ptr), "cuMemFree")
 
     def upload(self, buf: DeviceBuffer, host: Any) -> None:
         if host.nbytes:

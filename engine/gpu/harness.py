@@ -90,7 +90,7 @@ extern "C" __global__ void harness_read(const float4* __restrict__ a, unsigned l
 // Count the bytes in which two equally long buffers differ, into *count (zeroed by the caller).
 // The validator compares a buffer with a copy made on the device (inputs before the run, the first
 // run's outputs) instead of bringing both to the host: at the timing size that saves a download and
-// a host pass over hundreds of megabytes per check. cuMemAlloc pointers are 256-byte aligned.
+// a host pass over hundreds of megabytes per check. Buffers start on 2 MiB boundaries (driver.py).
 extern "C" __global__ void harness_count_diff(const uint4* __restrict__ a, const uint4* __restrict__ b,
                                               unsigned long long nbytes, unsigned long long* count)
 {

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from engine.dtypes import DTYPES
-from engine.gpu.driver import Context, driver_available
+from engine.gpu.driver import BUFFER_ALIGNMENT, Context, driver_available
 from engine.gpu.harness import Harness, compile_harness
 from engine.judge.compare import HALF_POISON, INT_POISON, compare_output
 from engine.task.model import Tolerance
@@ -151,3 +151,18 @@ def test_device_comparison_counts_unwritten_elements(harness):
         ctx.free(buf)
         ctx.free(exp_dev)
     assert (result.wrong, result.unwritten) == (7, 7)
+
+
+def test_every_buffer_starts_on_the_same_alignment(harness):
+    # Programs timed against each other must find their buffers at the same alignment: the speed
+    # of atomics depends on the address (driver.BUFFER_ALIGNMENT says by how much).
+    ctx = harness.ctx
+    bufs = [ctx.alloc(n) for n in (1, 1024, 4096 + 3, 3 << 20, 0)]
+    try:
+        assert all(b.ptr % BUFFER_ALIGNMENT == 0 for b in bufs)
+        for b in bufs:  # the whole requested size is usable
+            ctx.fill32(b, 0x12345678)
+        ctx.wait(10.0)
+    finally:
+        for b in bufs:
+            ctx.free(b)
