@@ -67,6 +67,10 @@ class ProfileSettings:
     # Warm up by time, not count: an idle H100 sits at 345 MHz and needs tens of ms of load to
     # reach its boost clock.
     warmup_ms: float = 60.0
+    # ...unless NVML already reads the SM clock at this share of its maximum (the GPU has just been
+    # validating): then two rounds of every program suffice, and a round of many short jobs does
+    # not pay the ramp again on every GPU.
+    warm_clock_fraction: float = 0.95
     # Fewest samples before the spread can stop the measurement (nvbench uses 10).
     min_samples: int = 10
     # Stop once the interquartile range is this small a share of the median.
