@@ -1,0 +1,29 @@
+"""The worker's reference cache (no GPU needed): computed once per task, size and seed; expected
+outputs stored as the comparisons read them; nothing a candidate could alter."""
+
+import numpy as np
+
+from engine.gpu.reference_cache import ReferenceCache
+from engine.task import TaskLibrary
+from engine.task.reference import case_seed
+
+
+def test_expected_outputs_are_float64_contiguous_read_only_and_reused():
+    task = TaskLibrary().get("reverse_array")  # its reference returns float32
+    case = task.validation[3]
+    cache = ReferenceCache()
+    first = cache.get(task, case, case_seed(task, case, 0))
+    again = cache.get(task, case, case_seed(task, case, 0))
+    assert again is first
+    (out,) = first.expected.values()
+    assert out.dtype == np.float64 and out.flags.c_contiguous and not out.flags.writeable
+    (x,) = first.inputs.values()
+    assert not x.flags.writeable
+    np.testing.assert_array_equal(out, x[::-1].astype(np.float64))
+
+
+def test_inputs_only_entries_carry_no_expected_output():
+    task = TaskLibrary().get("vector_add")
+    case = task.validation[0]
+    entry = ReferenceCache().get(task, case, case_seed(task, case, 0, "profile"), with_expected=False)
+    assert entry.expected is None and set(entry.inputs) == {"a", "b"}
