@@ -17,11 +17,6 @@ from engine.judge.compare import OutputComparison
 from engine.task.model import BufferSpec, Tolerance
 
 
-def rms_of(expected64: np.ndarray) -> float:
-    """The output's RMS, computed as compare.py does for the "rms" rule."""
-    return float(np.sqrt(np.dot(expected64, expected64) / expected64.size)) if expected64.size else 0.0
-
-
 def compare_on_device(
     ctx: Context,
     harness: Harness,
@@ -30,10 +25,12 @@ def compare_on_device(
     expected: np.ndarray,
     scale: np.ndarray | None,
     tol: Tolerance,
+    rms: float,
     timeout_s: float,
 ) -> tuple[int, OutputComparison | None]:
-    """(wrong elements, the comparison when nothing is wrong). With wrong elements the caller
-    downloads `got` and describes the failure with compare_output()."""
+    """(wrong elements, the comparison when nothing is wrong). `rms` is the output's RMS for the "rms"
+    rule (ReferenceCase.rms, computed once). With wrong elements the caller downloads `got` and
+    describes the failure with compare_output()."""
     exp64 = np.ascontiguousarray(expected, dtype=np.float64).reshape(-1)
     uploaded: list[DeviceBuffer] = []
 
@@ -54,7 +51,6 @@ def compare_on_device(
             scale_dev = ctx.alloc(scale64.nbytes)
             uploaded.append(scale_dev)
             ctx.upload(scale_dev, scale64)
-        rms = rms_of(exp64) if tol.scale == "rms" else 0.0
         result = harness.compare(got, spec.dtype, exp64.size, exp_dev, scale_dev, tol, rms, timeout_s)
     except BaseException as exc:
         if not is_fatal(exc):  # a dead context frees nothing

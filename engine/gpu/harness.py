@@ -14,7 +14,7 @@ import numpy as np
 
 from engine.dtypes import DTYPES
 from engine.gpu.driver import Context, DeviceBuffer, pack_params
-from engine.judge.compare import HALF_POISON, INT_POISON
+from engine.judge.compare import poison_bits
 from engine.task.model import Tolerance
 
 HARNESS_SOURCE = r"""
@@ -316,9 +316,13 @@ class Harness:
         self.ctx.zero(self.counter.ptr, 8)
         params = pack_params([("ptr", a.ptr), ("ptr", b.ptr), ("uint64", nbytes), ("ptr", self.counter.ptr)])
         self.ctx.launch(self.diff, (4 * self.sm_count, 1, 1), (512, 1, 1), 0, params)
-        out = np.zeros(1, dtype=np.uint64)
-        self.ctx.download(self.counter, out, timeout_s)
-        return int(out[0])
+        return int(self._read_counters(self.counter, 1, timeout_s)[0])
+
+    def _read_counters(self, buf: DeviceBuffer, count: int, timeout_s: float) -> np.ndarray:
+        """Wait for the kernel that fills `buf` and bring its `count` uint64 counters back."""
+        out = np.zeros(count, dtype=np.uint64)
+        self.ctx.download(buf, out, timeout_s)
+        return out
 
     def compare(
         self,
@@ -334,7 +338,7 @@ class Harness:
         """Compare `count` elements of `got` with the float64 `expected` (and `scale`) on the device."""
         if not count:
             return DeviceComparison(0, 0, 0.0, 0)
-        poison = {2: HALF_POISON, 4: INT_POISON, 8: (INT_POISON << 32) | INT_POISON}.get(DTYPES[dtype].itemsize)
+        poison = poison_bits(DTYPES[dtype].itemsize)
         self.ctx.zero(self.totals.ptr, self.totals.nbytes)
         params = pack_params(
             [
@@ -352,8 +356,7 @@ class Harness:
             ]
         )
         self.ctx.launch(self.compare_fns[dtype], (4 * self.sm_count, 1, 1), (256, 1, 1), 0, params)
-        out = np.zeros(4, dtype=np.uint64)
-        self.ctx.download(self.totals, out, timeout_s)
+        out = self._read_counters(self.totals, 4, timeout_s)
         worst = float(out[2:3].view(np.float64)[0])
         return DeviceComparison(wrong=int(out[0]), unwritten=int(out[1]), worst_ratio=worst, nonfinite=int(out[3]))
 

@@ -236,6 +236,7 @@ class Profiler:
                 ref.expected[b.name],
                 scale,
                 task.tolerance,
+                ref.rms_of(b.name),
                 self.vs.launch_timeout_s,
             )
             if wrong:

@@ -4,10 +4,11 @@ candidate of a session (the reference at the timing size can take seconds)."""
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from engine.judge.compare import output_rms
 from engine.task.model import SizeCase, Task
 from engine.task.reference import Reference, load_reference
 
@@ -21,6 +22,12 @@ class ReferenceCase:
     inputs: dict[str, np.ndarray]
     expected: dict[str, np.ndarray] | None  # None when only inputs were asked for
     scale: dict[str, np.ndarray] | None
+    # Each output's RMS under the "rms" tolerance rule (0.0 otherwise): a pass over the whole output,
+    # made once here rather than in every comparison.
+    rms: dict[str, float] = field(default_factory=dict)
+
+    def rms_of(self, name: str) -> float:
+        return self.rms.get(name, 0.0)
 
     @property
     def nbytes(self) -> int:
@@ -60,7 +67,10 @@ class ReferenceCache:
             for arr in expected.values():
                 arr.setflags(write=False)
         scale = ref.error_scale(inputs, case) if with_expected else None
-        entry = ReferenceCase(inputs, expected, scale)
+        rms = {}
+        if task.tolerance.scale == "rms":
+            rms = {name: output_rms(arr.reshape(-1)) for name, arr in (expected or {}).items()}
+        entry = ReferenceCase(inputs, expected, scale, rms)
         self._cases[key] = entry
         self._bytes += entry.nbytes
         while self._bytes > self.budget and len(self._cases) > 1:

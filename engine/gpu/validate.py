@@ -66,14 +66,10 @@ class BufferSet:
     def host_empty(self, name: str) -> np.ndarray:
         return np.empty(self.shapes[name], dtype=DTYPES[self.specs[name].dtype].numpy)
 
-    def download(self, name: str, timeout_s: float) -> np.ndarray:
+    def download(self, name: str, timeout_s: float, snapshot: bool = False) -> np.ndarray:
+        """Buffer `name` on the host (its snapshot() copy with snapshot=True)."""
         host = self.host_empty(name)
-        self.ctx.download(self.device[name], host, timeout_s)
-        return host
-
-    def download_snapshot(self, name: str, timeout_s: float) -> np.ndarray:
-        host = self.host_empty(name)
-        self.ctx.download(self.copies[name], host, timeout_s)
+        self.ctx.download((self.copies if snapshot else self.device)[name], host, timeout_s)
         return host
 
     def snapshot(self, name: str) -> DeviceBuffer:
@@ -155,14 +151,22 @@ def run_case(
             scale = ref.scale[b.name] if ref.scale else None
             with phase("compare"):
                 _wrong, passed = compare_on_device(
-                    ctx, harness, first_run[b.name], b, ref.expected[b.name], scale, task.tolerance, timeout
+                    ctx,
+                    harness,
+                    first_run[b.name],
+                    b,
+                    ref.expected[b.name],
+                    scale,
+                    task.tolerance,
+                    ref.rms_of(b.name),
+                    timeout,
                 )
             if passed is not None and same.get(b.name, True):
                 comparisons.append(passed)
                 continue
             # A failure: both runs come to the host to be described.
             with phase("download"):
-                first = bufs.download_snapshot(b.name, timeout)
+                first = bufs.download(b.name, timeout, snapshot=True)
                 second = first if same.get(b.name, True) else bufs.download(b.name, timeout)
             with phase("compare"):
                 comparison, why = judge_runs_on_host(b.name, ref, first, second, task, settings)

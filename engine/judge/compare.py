@@ -50,17 +50,27 @@ class OutputComparison:
 HALF_POISON = 0x7FBA  # an fp16 NaN with the same recognisable leading bits
 
 
+def poison_bits(itemsize: int) -> int | None:
+    """The bit pattern an output element of this size holds until the kernel writes it (None for
+    bytes, which are not poisoned). The host and device comparisons both read it from here."""
+    return {2: HALF_POISON, 4: INT_POISON, 8: (INT_POISON << 32) | INT_POISON}.get(itemsize)
+
+
+_UINT_OF_SIZE = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
 def _poisoned(got: np.ndarray) -> np.ndarray:
     """Elements still holding the exact poison bit pattern: never written by the kernel. A NaN the
     kernel computed (say from garbage it read) has another payload and counts as wrong, not unwritten."""
-    size = got.dtype.itemsize
-    if size == 4:
-        return got.view(np.uint32) == INT_POISON
-    if size == 8:
-        return got.view(np.uint64) == (INT_POISON << 32) | INT_POISON
-    if size == 2:
-        return got.view(np.uint16) == HALF_POISON
-    return np.zeros(got.shape, dtype=bool)
+    bits = poison_bits(got.dtype.itemsize)
+    if bits is None:
+        return np.zeros(got.shape, dtype=bool)
+    return got.view(_UINT_OF_SIZE[got.dtype.itemsize]) == bits
+
+
+def output_rms(expected64: np.ndarray) -> float:
+    """The RMS of a whole (flat, float64) output: the base of the "rms" tolerance rule."""
+    return float(np.sqrt(np.dot(expected64, expected64) / expected64.size)) if expected64.size else 0.0
 
 
 def allowed_error(
@@ -214,7 +224,7 @@ def compare_output(
     exp64 = np.ascontiguousarray(expected, dtype=np.float64).reshape(-1)
     flat_got = np.ascontiguousarray(got).reshape(-1)
     flat_scale = None if scale is None else np.asarray(scale).reshape(-1)
-    rms = float(np.sqrt(np.dot(exp64, exp64) / exp64.size)) if tol.scale == "rms" and exp64.size else 0.0
+    rms = output_rms(exp64) if tol.scale == "rms" else 0.0
     bounds = [(i, min(i + CHUNK_ELEMENTS, exp64.size)) for i in range(0, exp64.size, CHUNK_ELEMENTS)] or [(0, 0)]
     if len(bounds) > 1:
         with ThreadPoolExecutor(max_workers=min(len(bounds), os.cpu_count() or 1)) as pool:

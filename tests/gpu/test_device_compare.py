@@ -9,7 +9,7 @@ import pytest
 from engine.dtypes import DTYPES
 from engine.gpu.driver import BUFFER_ALIGNMENT, Context, driver_available
 from engine.gpu.harness import Harness, compile_harness
-from engine.judge.compare import HALF_POISON, INT_POISON, compare_output
+from engine.judge.compare import INT_POISON, compare_output, output_rms, poison_bits
 from engine.task.model import Tolerance
 
 pytestmark = pytest.mark.gpu
@@ -90,7 +90,7 @@ def _spoil(got: np.ndarray, rng: np.random.Generator) -> None:
     n = got.size
     idx = rng.choice(n, size=40, replace=False)
     size = got.dtype.itemsize
-    poison = {2: HALF_POISON, 4: INT_POISON, 8: (INT_POISON << 32) | INT_POISON}.get(size)
+    poison = poison_bits(size)
     view = got.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[size])
     if poison is not None:
         view[idx[:10]] = poison
@@ -111,7 +111,8 @@ def _device_compare(harness, got: np.ndarray, dtype: str, expected, scale, tol):
     try:
         ctx.upload(buf, got)
         spec = BufferSpec("out", dtype, (str(got.size),), "output")
-        return compare_on_device(ctx, harness, buf, spec, expected, scale, tol, 10.0)
+        rms = output_rms(np.ascontiguousarray(expected, dtype=np.float64)) if tol.scale == "rms" else 0.0
+        return compare_on_device(ctx, harness, buf, spec, expected, scale, tol, rms, 10.0)
     finally:
         ctx.free(buf)
 

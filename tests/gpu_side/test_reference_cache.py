@@ -4,6 +4,7 @@ outputs stored as the comparisons read them; nothing a candidate could alter."""
 import numpy as np
 
 from engine.gpu.reference_cache import ReferenceCache
+from engine.judge.compare import output_rms
 from engine.task import TaskLibrary
 from engine.task.reference import case_seed
 
@@ -27,3 +28,14 @@ def test_inputs_only_entries_carry_no_expected_output():
     case = task.validation[0]
     entry = ReferenceCache().get(task, case, case_seed(task, case, 0, "profile"), with_expected=False)
     assert entry.expected is None and set(entry.inputs) == {"a", "b"}
+
+
+def test_the_rms_rule_gets_each_outputs_rms_once_with_the_case():
+    task = TaskLibrary().get("layernorm")  # the one task under the "rms" rule
+    case = task.validation[0]
+    entry = ReferenceCache().get(task, case, case_seed(task, case, 0))
+    ((name, out),) = entry.expected.items()
+    assert entry.rms_of(name) == output_rms(out.reshape(-1)) > 0
+    other = TaskLibrary().get("vector_add")
+    plain = ReferenceCache().get(other, other.validation[0], case_seed(other, other.validation[0], 0))
+    assert plain.rms == {} and plain.rms_of("c") == 0.0
