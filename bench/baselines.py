@@ -68,6 +68,7 @@ async def measure(task_names: list[str], repeats: int) -> tuple[list[dict], dict
                 "bound": fig.bound,
                 "mode": t.mode,
                 "samples": t.samples,
+                "placements": t.placements,
                 "do_bench_us": independent,
                 "vs_do_bench": (t.median_us - independent) / independent if independent else None,
             }
@@ -100,7 +101,9 @@ def markdown(rows: list[dict], device: dict, repeats: int) -> str:
         f"by `python -m bench.baselines`. Roofline ceilings: {device['bandwidth_tbps']:.2f} TB/s, "
         f"{device['fp32_tflops']:.1f} TFLOP/s fp32 ({device['peaks_method']}).",
         "",
-        f"Latency is the median of the profile whose median is the middle of {repeats} separate profiling sessions; "
+        f"Latency is the median of the profile whose median is the middle of {repeats} separate profiling sessions, "
+        f"each on {max(r['placements'] for r in rows)} copies of the buffers in turn (so where they lie in memory is "
+        "averaged over, see docs/performance.md); "
         f"'spread' is (max - min) / min of the {repeats} medians (target: within 2%); 'vs do_bench' compares it with "
         "triton.testing.do_bench timing CuPy launches of the same cubin (target: within 5%).",
         "",

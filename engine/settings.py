@@ -73,6 +73,15 @@ class ProfileSettings:
     warm_clock_fraction: float = 0.95
     # Fewest samples before the spread can stop the measurement (nvbench uses 10).
     min_samples: int = 10
+    # Every program is timed on this many separate copies of its buffers, a sample on each in
+    # turn. Where in DRAM the buffers lie moves some kernels' latency by 1-3% (H200, `python -m
+    # bench.placement`: matrix_transpose 2.9%, vector_add 1.3%, layernorm 1.1%), and the shift holds
+    # for as long as the buffers live: timed on one copy, a program's figure would be a draw that
+    # differs from session to session, and a candidate and the baseline could each draw differently.
+    placements: int = 4
+    # ...but the copies together may take at most this share of the free device memory; fewer
+    # copies otherwise (always at least one).
+    placement_memory_share: float = 0.5
     # Stop once the interquartile range is this small a share of the median.
     stop_rel_iqr: float = 0.01
     # Or once this much GPU time has been spent on one entry, whatever the spread.

@@ -81,7 +81,9 @@ def render(j, device: str) -> str:
     if t is not None and f is not None:
         speed = f", {f.speedup:.2f}x the baseline" if f.speedup is not None else ""
         lines.append(
-            f"profile:  {t.median_us:.2f} us median (IQR {t.iqr_us:.2f}, {t.samples} samples, {t.mode}"
+            f"profile:  {t.median_us:.2f} us median (IQR {t.iqr_us:.2f}, {t.samples} samples"
+            + (f" over {t.placements} buffer placements" if t.placements > 1 else "")
+            + f", {t.mode}"
             + (f" x{t.replays}" if t.replays > 1 else "")
             + f"){speed}"
         )

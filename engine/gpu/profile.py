@@ -3,8 +3,10 @@
 The baseline and the candidates of a round are timed in one session, interleaved sample by sample:
 CUDA events on the harness stream around the whole launch plan, the L2 flushed before every sample,
 warm-up by time, adaptive repetition (median and IQR), CUDA graphs of K replays for short plans,
-samples under a throttled SM clock discarded. After timing, the same buffers get new input values
-and each program must still produce the right answer (catches results cached between runs).
+samples under a throttled SM clock discarded. Each program runs on several copies of its buffers in
+turn (placements), so where the memory happens to lie is averaged over rather than drawn once.
+After timing, the same buffers get new input values and each program must still produce the right
+answer (catches results cached between runs).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from engine.gpu.device_compare import compare_on_device
-from engine.gpu.driver import Context, CudaError, is_fatal
+from engine.gpu.driver import BUFFER_ALIGNMENT, Context, CudaError, is_fatal
 from engine.gpu.harness import Harness
 from engine.gpu.phases import PhaseClock
 from engine.gpu.protocol import DeviceInfo, Fault, ProfileReport, Timing
@@ -37,14 +39,23 @@ _MAX_GRAPH_REPLAYS = 1000
 
 
 @dataclass
+class _Placement:
+    """One copy of a program's buffers, with the plan bound to it (and its graph, when replayed)."""
+
+    bufs: BufferSet
+    prepared: PreparedPlan | None = None
+    graph: Any = None
+
+
+@dataclass
 class _Entry:
     label: str
     funcs: ModuleFunctions
     plan: Any
     trusted: bool = False
-    bufs: BufferSet | None = None
-    prepared: PreparedPlan | None = None
-    graph: Any = None
+    placements: list[_Placement] = field(default_factory=list)
+    turn: int = 0  # runs so far: which placement the next one uses
+    graphed: bool = False
     replays: int = 1
     samples: list[float] = field(default_factory=list)
     clocks: list[float] = field(default_factory=list)
@@ -54,16 +65,37 @@ class _Entry:
     fault: Fault | None = None
     state_check: str | None = None
 
+    @property
+    def first(self) -> _Placement | None:
+        """The placement the state check re-runs, and whose plan describes the resources."""
+        return self.placements[0] if self.placements else None
+
     def enqueue(self, ctx: Context) -> None:
-        assert self.prepared is not None
-        if self.graph is not None:
-            ctx.launch_graph(self.graph)
+        """Queue one run on the next placement in turn."""
+        p = self.placements[self.turn % len(self.placements)]
+        self.turn += 1
+        assert p.prepared is not None
+        if p.graph is not None:
+            ctx.launch_graph(p.graph)
         else:
-            self.prepared.run(ctx)
+            p.prepared.run(ctx)
 
     @property
     def launches(self) -> int:
-        return 1 if self.graph is not None else len(self.prepared.launches) if self.prepared else 1
+        p = self.first
+        if p is None or p.prepared is None:
+            return 1
+        return 1 if p.graph is not None else len(p.prepared.launches)
+
+    def release(self, ctx: Context) -> None:
+        """Free every placement's device memory and graph (what the report needs stays)."""
+        for p in self.placements:
+            if p.graph is not None:
+                ctx.destroy_graph(p.graph)
+                p.graph = None
+            if p.prepared is not None:
+                p.prepared.release(ctx)
+            p.bufs.free()
 
 
 def _rel_iqr(xs: list[float]) -> float:
@@ -129,12 +161,13 @@ class Profiler:
 
     # ---- phases ----------------------------------------------------------------------------
     def _warm_up(self, entries: list[_Entry]) -> dict[str, float]:
-        """Run every entry round-robin for warmup_ms of wall time (two rounds when the clock is already
-        up); return each one's fastest run."""
+        """Run every entry round-robin for warmup_ms of wall time (when the clock is already up, two
+        rounds, or one on each placement if more); return each one's fastest run."""
         best: dict[str, float] = {e.label: float("inf") for e in entries}
         deadline = time.monotonic() + (0.0 if self._clock_is_up() else self.s.warmup_ms / 1000)
+        least = max([2, *(len(e.placements) for e in entries)])
         rounds = 0
-        while rounds < 2 or time.monotonic() < deadline:
+        while rounds < least or time.monotonic() < deadline:
             for e in entries:
                 if e.fault is None:
                     best[e.label] = min(best[e.label], self._timed(e, flush=True) * 1000)
@@ -147,16 +180,18 @@ class Profiler:
         if est_us >= self.s.graph_threshold_us:
             return
         k = int(min(_MAX_GRAPH_REPLAYS, max(2, np.ceil(self.s.graph_target_us / max(est_us, 0.5)))))
-        assert entry.prepared is not None
-        prepared = entry.prepared
+        for p in entry.placements:
+            prepared = p.prepared
+            assert prepared is not None
 
-        def body() -> None:
-            for _ in range(k):
-                prepared.run(self.ctx)
+            def body(prepared: PreparedPlan = prepared) -> None:
+                for _ in range(k):
+                    prepared.run(self.ctx)
 
-        entry.graph = self.ctx.capture_graph(body)
-        entry.replays = k
-        self._timed(entry, flush=True)  # the first graph launch uploads it: keep that out
+            p.graph = self.ctx.capture_graph(body)
+        entry.graphed, entry.replays = True, k
+        for _ in entry.placements:
+            self._timed(entry, flush=True)  # the first launch of a graph uploads it: keep that out
 
     def _sample(self, entries: list[_Entry]) -> None:
         start = time.monotonic()
@@ -178,8 +213,10 @@ class Profiler:
                     if clock is not None:
                         e.clocks.append(clock)
                 n = len(e.samples)
+                # The spread may stop it only after whole turns, so every placement weighs the same.
+                whole_turns = (n + e.discarded) % len(e.placements) == 0
                 if (
-                    (n >= self.s.min_samples and _rel_iqr(e.samples) <= self.s.stop_rel_iqr)
+                    (n >= self.s.min_samples and whole_turns and _rel_iqr(e.samples) <= self.s.stop_rel_iqr)
                     or e.gpu_s >= self.s.max_gpu_time_s
                     or n + e.discarded >= self.s.max_samples
                 ):
@@ -191,18 +228,19 @@ class Profiler:
         """New input values in the very buffers that were timed; every program must still be right."""
         case = task.timing
         ref = self.refs.get(task, case, case_seed(task, case, 0))
-        checked = [
-            e for e in entries if e.fault is None and e.bufs is not None and e.prepared is not None and not e.trusted
-        ]
+        checked = [e for e in entries if e.fault is None and e.placements and not e.trusted]
         for e in checked:
-            bufs = e.bufs
-            assert bufs is not None
             try:
                 # While the masters still hold the timed values: did the program write its inputs?
-                for name in inputs:
-                    if self.harness.count_diff(bufs.device[name], self._masters[name], self.vs.launch_timeout_s):
-                        e.state_check = f"the kernel changed input {name!r} while being timed"
-                        break
+                e.state_check = next(
+                    (
+                        f"the kernel changed input {name!r} while being timed"
+                        for p in e.placements
+                        for name in inputs
+                        if self.harness.count_diff(p.bufs.device[name], self._masters[name], self.vs.launch_timeout_s)
+                    ),
+                    None,
+                )
             except Exception as exc:
                 exc.case = e.label  # type: ignore[attr-defined]
                 raise
@@ -219,19 +257,21 @@ class Profiler:
                 raise
 
     def _check_one(self, task: Task, e: _Entry, ref: Any) -> str | None:
-        assert e.bufs is not None and e.prepared is not None and ref.expected is not None
+        p = e.first
+        assert p is not None and p.prepared is not None and ref.expected is not None
+        bufs = p.bufs
         for name in ref.inputs:
-            self.ctx.copy(e.bufs.device[name], self._masters[name])
+            self.ctx.copy(bufs.device[name], self._masters[name])
         for b in task.outputs:
-            poison(self.ctx, e.bufs.device[b.name], b.dtype)
-        e.prepared.run(self.ctx)
+            poison(self.ctx, bufs.device[b.name], b.dtype)
+        p.prepared.run(self.ctx)
         self.ctx.wait(self.vs.launch_timeout_s)
         for b in task.outputs:
             scale = ref.scale[b.name] if ref.scale else None
             wrong, _ = compare_on_device(
                 self.ctx,
                 self.harness,
-                e.bufs.device[b.name],
+                bufs.device[b.name],
                 b,
                 ref.expected[b.name],
                 scale,
@@ -246,26 +286,36 @@ class Profiler:
                 )
         return None
 
-    def _set_up(self, task: Task, e: _Entry, timed_inputs: dict[str, Any]) -> None:
-        """The entry's own buffers, filled from the masters on the device, and its plan prepared. A
-        plan that cannot run here marks the entry faulty; a sticky CUDA error propagates."""
+    def _placement_count(self, task: Task, entries: int) -> int:
+        """As many placements as settings ask for, within their share of the free device memory."""
+        env = task.env(task.timing)
+        one = sum(b.nbytes_for(env) + BUFFER_ALIGNMENT for b in task.buffers)
+        fits = int(self.ctx.free_memory() * self.s.placement_memory_share) // max(1, one * entries)
+        return max(1, min(self.s.placements, fits))
+
+    def _set_up(self, task: Task, e: _Entry, timed_inputs: dict[str, Any], placements: int) -> None:
+        """The entry's own buffers, `placements` copies of them, each filled from the masters on the
+        device with the plan bound to it. A plan that cannot run here marks the entry faulty; a
+        sticky CUDA error propagates."""
         case = task.timing
         try:
-            e.bufs = BufferSet(self.ctx, task, case)
-            for name in timed_inputs:
-                self.ctx.copy(e.bufs.device[name], self._masters[name])
-            e.prepared = prepare(
-                self.ctx,
-                self.info,
-                e.funcs,
-                e.plan,
-                task.env(case),
-                task.params(case),
-                e.bufs.device,
-                task_bytes(task, case),
-            )
-            for b in task.outputs:
-                poison(self.ctx, e.bufs.device[b.name], b.dtype)
+            for _ in range(placements):
+                p = _Placement(BufferSet(self.ctx, task, case))
+                e.placements.append(p)
+                for name in timed_inputs:
+                    self.ctx.copy(p.bufs.device[name], self._masters[name])
+                p.prepared = prepare(
+                    self.ctx,
+                    self.info,
+                    e.funcs,
+                    e.plan,
+                    task.env(case),
+                    task.params(case),
+                    p.bufs.device,
+                    task_bytes(task, case),
+                )
+                for b in task.outputs:
+                    poison(self.ctx, p.bufs.device[b.name], b.dtype)
         except PlanError as exc:
             e.fault, e.done = Fault("launch_error", "plan", str(exc)), True
         except CudaError as exc:
@@ -293,8 +343,9 @@ class Profiler:
                 self.ctx.upload(self._masters[name], host)
         try:
             with phase("set-up"):
+                placements = self._placement_count(task, len(entries))
                 for e in entries:
-                    self._set_up(task, e, timed_inputs)
+                    self._set_up(task, e, timed_inputs, placements)
             live = [e for e in entries if e.fault is None]
             with phase("warm-up"):
                 best = self._warm_up(live)
@@ -315,12 +366,7 @@ class Profiler:
                     self.ctx.free(buf)
                 self._masters = {}
                 for e in entries:
-                    if e.graph is not None:
-                        self.ctx.destroy_graph(e.graph)
-                    if e.prepared is not None:
-                        e.prepared.release(self.ctx)
-                    if e.bufs is not None:
-                        e.bufs.free()
+                    e.release(self.ctx)
 
         timings = []
         throttled = sum(e.discarded for e in entries)
@@ -336,11 +382,12 @@ class Profiler:
                         min_us=float(min(e.samples)),
                         samples=len(e.samples),
                         discarded=e.discarded,
-                        mode="graph" if e.graph is not None else "events",
+                        mode="graph" if e.graphed else "events",
                         replays=e.replays,
                         sm_clock_mhz=float(np.median(e.clocks)) if e.clocks else None,
                         state_check=e.state_check,
-                        resources=e.prepared.resources if e.prepared else (),
+                        resources=e.first.prepared.resources if e.first and e.first.prepared else (),
+                        placements=len(e.placements),
                     )
                 )
             else:

@@ -130,6 +130,7 @@ class Timing:
     state_check: str | None = None  # a failure of the re-check after timing (cached results...)
     resources: tuple[LaunchResources, ...] = ()
     fault: Fault | None = None
+    placements: int = 1  # separate copies of the buffers the samples were taken on, in turn
 
     @property
     def iqr_us(self) -> float:

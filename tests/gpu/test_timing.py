@@ -18,7 +18,7 @@ def _compiled(gpu, name: str) -> Compiled:
     return compiled
 
 
-@pytest.mark.parametrize("name", ["vector_add", "reduction_sum", "matmul"])
+@pytest.mark.parametrize("name", ["vector_add", "reduction_sum", "matmul", "layernorm", "matrix_transpose"])
 def test_repeated_profiles_agree_within_two_percent(gpu, name):
     medians = [gpu.judge(name, profile=True).timing.median_us for _ in range(3)]
     spread = (max(medians) - min(medians)) / min(medians)
@@ -36,3 +36,38 @@ def test_agrees_with_an_independent_timer(gpu, name):
     ours = gpu.judge(name, profile=True).timing.median_us
     theirs = do_bench_us(gpu.task(name), _compiled(gpu, name))
     assert abs(ours - theirs) / theirs <= 0.05, f"{name}: profiler {ours:.1f} us, do_bench {theirs:.1f} us"
+
+
+def test_programs_are_timed_on_every_placement_asked_for(gpu):
+    j = gpu.judge("vector_add", profile=True)
+    assert j.timing.placements == gpu.settings.profile.placements > 1
+    assert j.timing.samples >= gpu.settings.profile.min_samples
+
+
+@pytest.mark.parametrize(("copies_that_fit", "expected"), [(0.2, 1), (2.5, 2)])
+def test_placements_stay_within_their_share_of_free_memory(gpu, copies_that_fit, expected):
+    """Fewer copies of the buffers when the settings' share of free memory holds fewer (one at least)."""
+    import dataclasses
+
+    from engine.gpu import profile as prof
+    from engine.gpu.driver import BUFFER_ALIGNMENT
+    from engine.gpu.worker import WorkerState
+
+    task = gpu.task("vector_add")
+    compiled = _compiled(gpu, "vector_add")
+    state = WorkerState(0, gpu.settings)
+    env = task.env(task.timing)
+    one_copy = sum(b.nbytes_for(env) + BUFFER_ALIGNMENT for b in task.buffers)
+    share = copies_that_fit * one_copy / state.ctx.free_memory()
+    settings = dataclasses.replace(gpu.settings.profile, placement_memory_share=share)
+    profiler = prof.Profiler(
+        state.ctx, state.info, state.harness, state.refs, state.nvml, settings, gpu.settings.validation
+    )
+    module = state.ctx.load_module(compiled.compile.cubin)
+    try:
+        report = profiler.profile(task, [("baseline", module, compiled.bound, True)])
+    finally:
+        state.ctx.unload_module(module)
+    (timing,) = report.timings
+    assert timing.fault is None and timing.samples > 0
+    assert timing.placements == expected
