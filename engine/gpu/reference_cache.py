@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -15,6 +16,20 @@ from engine.task.reference import Reference, load_reference
 # Host memory the cache may hold: the timing-size case of the largest task (inputs plus a float64
 # expected output) is about 1.5 GB; keep a few tasks' worth without threatening a 16 GB workstation.
 CACHE_BUDGET_BYTES = 6 * 2**30
+# Page-locked memory cannot be swapped out, so only this much of the cache is pinned (the timing-size
+# cases of two or three of the largest tasks, most recent first); the rest copies at pageable speed.
+PINNED_BUDGET_BYTES = 4 * 2**30
+# Smaller arrays copy in well under a millisecond either way, and may share their pages with other
+# allocations (the driver refuses to register a page twice).
+PIN_MIN_BYTES = 8 * 2**20
+
+
+class HostPinner(Protocol):
+    """Page-locks host arrays for faster copies (engine.gpu.driver.Context)."""
+
+    def pin(self, host: np.ndarray) -> bool: ...
+
+    def unpin(self, host: np.ndarray) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -30,17 +45,40 @@ class ReferenceCase:
         return self.rms.get(name, 0.0)
 
     @property
+    def arrays(self) -> list[np.ndarray]:
+        return [*self.inputs.values(), *(self.expected or {}).values(), *(self.scale or {}).values()]
+
+    @property
     def nbytes(self) -> int:
-        arrays = [*self.inputs.values(), *(self.expected or {}).values(), *(self.scale or {}).values()]
-        return sum(a.nbytes for a in arrays)
+        return sum(a.nbytes for a in self.arrays)
 
 
 class ReferenceCache:
-    def __init__(self, budget_bytes: int = CACHE_BUDGET_BYTES) -> None:
+    """Least recently used out, within `budget_bytes`; with a `pinner`, the large arrays of the most
+    recent cases are page-locked (within `pinned_budget_bytes`) and unlocked when they leave.
+
+    A cache with a pinner must be unpinned (unpin_all) before it is dropped, unless the process is
+    ending: memory freed while still registered leaves the driver a stale registration, and a later
+    cuMemAlloc in the same process failed with CUDA_ERROR_ALREADY_MAPPED."""
+
+    def __init__(
+        self,
+        budget_bytes: int = CACHE_BUDGET_BYTES,
+        pinner: HostPinner | None = None,
+        pinned_budget_bytes: int = PINNED_BUDGET_BYTES,
+    ) -> None:
         self.budget = budget_bytes
+        self.pinner = pinner
+        self.pinned_budget = pinned_budget_bytes
         self._refs: dict[str, Reference] = {}
         self._cases: OrderedDict[tuple[str, str, int, bool], ReferenceCase] = OrderedDict()
+        self._pinned: dict[tuple[str, str, int, bool], list[np.ndarray]] = {}
         self._bytes = 0
+        self._pinned_bytes = 0
+
+    @property
+    def pinned_bytes(self) -> int:
+        return self._pinned_bytes
 
     def reference(self, task: Task) -> Reference:
         if task.fingerprint not in self._refs:
@@ -52,6 +90,10 @@ class ReferenceCache:
         hit = self._cases.get(key)
         if hit is not None:
             self._cases.move_to_end(key)
+            if key in self._pinned:
+                self._pinned[key] = self._pinned.pop(key)  # the most recently used, unpinned last
+            else:
+                self._pin(key, hit, make_room=False)
             return hit
         ref = self.reference(task)
         inputs = ref.inputs(case, seed)
@@ -74,6 +116,41 @@ class ReferenceCache:
         self._cases[key] = entry
         self._bytes += entry.nbytes
         while self._bytes > self.budget and len(self._cases) > 1:
-            _, old = self._cases.popitem(last=False)
+            old_key, old = self._cases.popitem(last=False)
             self._bytes -= old.nbytes
+            self._unpin(old_key)
+        self._pin(key, entry)
         return entry
+
+    def _pin(self, key: tuple[str, str, int, bool], entry: ReferenceCase, make_room: bool = True) -> None:
+        """Pin a new case's large arrays, unpinning the least recently used cases to make room (they
+        stay cached). A case used again is pinned only if there is room: unpinning and pinning a
+        gigabyte on every switch between tasks would cost more than it saves."""
+        if self.pinner is None:
+            return
+        large = [a for a in entry.arrays if a.nbytes >= PIN_MIN_BYTES]
+        want = sum(a.nbytes for a in large)
+        if not large or want > self.pinned_budget:
+            return
+        for old_key in list(self._pinned) if make_room else []:
+            if self._pinned_bytes + want <= self.pinned_budget:
+                break
+            self._unpin(old_key)
+        if self._pinned_bytes + want > self.pinned_budget:
+            return
+        done = [a for a in large if self.pinner.pin(a)]
+        self._pinned[key] = done
+        self._pinned_bytes += sum(a.nbytes for a in done)
+
+    def _unpin(self, key: tuple[str, str, int, bool]) -> None:
+        arrays = self._pinned.pop(key, None)
+        if arrays is None or self.pinner is None:
+            return
+        for a in arrays:
+            self.pinner.unpin(a)
+        self._pinned_bytes -= sum(a.nbytes for a in arrays)
+
+    def unpin_all(self) -> None:
+        """Unlock every pinned array (the cases stay cached): before the arrays may be freed."""
+        for key in list(self._pinned):
+            self._unpin(key)

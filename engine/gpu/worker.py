@@ -109,7 +109,7 @@ class WorkerState:
             self.info.sm_count,
             self.info.shared_per_block_optin,
         )
-        self.refs = ReferenceCache()
+        self.refs = ReferenceCache(pinner=ctx)
         self.nvml = Nvml.open(self.info.pci_bus_id, device_index)
         self._tasks: dict[str, Any] = {}
         self._profiler = None

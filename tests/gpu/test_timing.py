@@ -68,6 +68,7 @@ def test_placements_stay_within_their_share_of_free_memory(gpu, copies_that_fit,
         report = profiler.profile(task, [("baseline", module, compiled.bound, True)])
     finally:
         state.ctx.unload_module(module)
+        state.refs.unpin_all()  # the cache's arrays are freed with it: never while page-locked
     (timing,) = report.timings
     assert timing.fault is None and timing.samples > 0
     assert timing.placements == expected
