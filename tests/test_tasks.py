@@ -24,9 +24,25 @@ from engine.task.reference import Reference, case_seed, load_reference
 from engine.task.scaffold import scaffold_task
 
 LIBRARY = (
-    "black_scholes", "conv1d", "conv2d", "dot_product", "gemm_fp16", "histogram", "layernorm",
-    "leaky_relu", "matmul", "matrix_copy", "matrix_transpose", "monte_carlo_integration", "nbody",
-    "prefix_sum", "reduction_sum", "reverse_array", "softmax", "softmax_attention", "spmv_csr",
+    "black_scholes",
+    "conv1d",
+    "conv2d",
+    "dot_product",
+    "gemm_fp16",
+    "histogram",
+    "layernorm",
+    "leaky_relu",
+    "matmul",
+    "matrix_copy",
+    "matrix_transpose",
+    "monte_carlo_integration",
+    "nbody",
+    "prefix_sum",
+    "reduction_sum",
+    "reverse_array",
+    "softmax",
+    "softmax_attention",
+    "spmv_csr",
     "vector_add",
 )
 
@@ -151,9 +167,7 @@ def test_timing_size_has_a_100us_floor_and_fits_a_small_card(name: str) -> None:
     floor = max(nbytes / H100_BYTES_PER_S, flops / H100_PEAKS[task.roofline.peak])
     assert floor >= MIN_FLOOR_S, f"{name}: roofline floor {floor * 1e6:.0f} us at the timing size"
     env = task.env(task.timing)
-    scratch = sum(
-        expr.evaluate(s.count, env) * DTYPES[s.dtype].itemsize for s in task.baseline_plan.scratch
-    )
+    scratch = sum(expr.evaluate(s.count, env) * DTYPES[s.dtype].itemsize for s in task.baseline_plan.scratch)
     total = sum(b.nbytes_for(env) for b in task.buffers) + scratch
     assert total <= MAX_TIMING_BYTES, f"{name}: {total / 1e9:.2f} GB of buffers at the timing size"
     assert task.validation[-1] is task.timing
@@ -326,9 +340,7 @@ def _edit(folder: Path, old: str, new: str) -> None:
         ("timing = { n = 33554432 }", "timing = { n = 0 }", "sizes.timing.n", "positive"),
     ],
 )
-def test_malformed_task_file_names_file_and_field(
-    tmp_path: Path, old: str, new: str, field: str, words: str
-) -> None:
+def test_malformed_task_file_names_file_and_field(tmp_path: Path, old: str, new: str, field: str, words: str) -> None:
     folder = _copy_of_vector_add(tmp_path)
     _edit(folder, old, new)
     with pytest.raises(TaskFileError) as info:
@@ -353,8 +365,11 @@ def test_invalid_toml_is_one_line_naming_the_file(tmp_path: Path) -> None:
 def test_generator_with_a_wrong_dtype_is_named(tmp_path: Path) -> None:
     folder = _copy_of_vector_add(tmp_path)
     ref_file = folder / "reference.py"
-    ref_file.write_text(ref_file.read_text().replace('"a": rng.uniform(-100.0, 100.0, n).astype(np.float32)',
-                                                     '"a": rng.uniform(-100.0, 100.0, n)'))
+    ref_file.write_text(
+        ref_file.read_text().replace(
+            '"a": rng.uniform(-100.0, 100.0, n).astype(np.float32)', '"a": rng.uniform(-100.0, 100.0, n)'
+        )
+    )
     task = load_task(folder)
     with pytest.raises(TaskFileError) as info:
         load_reference(task).inputs(task.validation[0], 1)

@@ -174,8 +174,7 @@ class _Binder:
         if sig is not None:
             if not sig.defined:
                 self.fail(
-                    f"{where}: kernel {_quote(name)} is declared on line {sig.line} but "
-                    "never defined: give it a body."
+                    f"{where}: kernel {_quote(name)} is declared on line {sig.line} but never defined: give it a body."
                 )
                 return None
             return sig
@@ -200,13 +199,10 @@ class _Binder:
                 f"{', '.join(k.names)}."
             )
         else:
-            message = (
-                f'{where}: unknown kernel {_quote(name)}: the code defines no extern "C" __global__ kernel.'
-            )
+            message = f'{where}: unknown kernel {_quote(name)}: the code defines no extern "C" __global__ kernel.'
         if k.not_extern_c:
             message += (
-                ' Not extern "C" (their names are mangled, so they cannot be '
-                f"launched): {', '.join(k.not_extern_c)}."
+                f' Not extern "C" (their names are mangled, so they cannot be launched): {", ".join(k.not_extern_c)}.'
             )
         if k.templates:
             message += f' Templates (cannot be extern "C"): {", ".join(k.templates)}.'
@@ -227,8 +223,7 @@ class _Binder:
             self.fail(f"{where}: {text} is a pointer to a pointer; buffers pass as T* or const T*.")
         elif param.pointer_depth == 1:
             self.fail(
-                f"{where}: {text} points to {_quote(param.c_type)}, which the harness "
-                f"cannot check: {_TYPES_RULE}."
+                f"{where}: {text} points to {_quote(param.c_type)}, which the harness cannot check: {_TYPES_RULE}."
             )
         elif "&" in param.c_type:
             self.fail(
@@ -242,10 +237,7 @@ class _Binder:
                 "int64_t or size_t (8 bytes); floating-point scalars as float or double."
             )
         else:
-            self.fail(
-                f"{where}: {text} has type {_quote(param.c_type)}, which the harness "
-                f"cannot pass: {_TYPES_RULE}."
-            )
+            self.fail(f"{where}: {text} has type {_quote(param.c_type)}, which the harness cannot pass: {_TYPES_RULE}.")
 
     def bind_buffer(self, name: str, kind: str, param: KernelParam, where: str) -> bool:
         if kind == "buffer":
@@ -260,8 +252,7 @@ class _Binder:
         if param.pointer_depth == 0:
             if param.c_type in _POINTER_TYPES or scalar_type_of_c(param.c_type):
                 self.fail(
-                    f"{where}: {what} goes to {_param_text(param)}, which is not a "
-                    f"pointer: declare it {suggestion}."
+                    f"{where}: {what} goes to {_param_text(param)}, which is not a pointer: declare it {suggestion}."
                 )
             else:
                 self.unknown_param_type(param, where)
@@ -290,8 +281,7 @@ class _Binder:
         c_type = "float" if scalar.type == "float32" else "double"
         if st.is_float and not pt.is_float:
             self.fail(
-                f"{where}: {what} goes to {_param_text(param)}, an integer: declare it "
-                f"`{c_type} {param.name or name}`."
+                f"{where}: {what} goes to {_param_text(param)}, an integer: declare it `{c_type} {param.name or name}`."
             )
         elif st.is_float and pt.size != st.size:
             self.fail(

@@ -136,18 +136,14 @@ def _arg(value: Any, where: str) -> PlanArg:
     if isinstance(value, dict):
         unknown = set(value) - {"expr", "type"}
         if unknown or "expr" not in value:
-            raise FormatError(
-                f'launch plan: {where}: an object argument is {{"expr": "...", "type": "int64"}}'
-            )
+            raise FormatError(f'launch plan: {where}: an object argument is {{"expr": "...", "type": "int64"}}')
         int_type = value.get("type", "int32")
         if int_type not in ("int32", "int64"):
             raise FormatError(f'launch plan: {where}: type must be "int32" or "int64", got {int_type!r}')
         return PlanArg(_expr_text(value["expr"], where), int_type)
     if type(value) is int or isinstance(value, str):
         return PlanArg(_expr_text(value, where))
-    raise FormatError(
-        f"launch plan: {where} must name a buffer, a scalar or an integer expression, got {value!r}"
-    )
+    raise FormatError(f"launch plan: {where} must name a buffer, a scalar or an integer expression, got {value!r}")
 
 
 def parse_plan(data: Any) -> LaunchPlan:
@@ -175,11 +171,7 @@ def parse_plan(data: Any) -> LaunchPlan:
     scratch: list[ScratchBuffer] = []
     for i, s in enumerate(scratch_raw):
         where = f"scratch[{i}]"
-        if (
-            not isinstance(s, dict)
-            or set(s) - {"name", "dtype", "count"}
-            or not {"name", "dtype", "count"} <= set(s)
-        ):
+        if not isinstance(s, dict) or set(s) - {"name", "dtype", "count"} or not {"name", "dtype", "count"} <= set(s):
             raise FormatError(f'launch plan: {where} must be {{"name": ..., "dtype": ..., "count": ...}}')
         # isinstance first: a list or object is unhashable and cannot be looked up.
         if not isinstance(s["dtype"], str) or s["dtype"] not in DTYPES:

@@ -98,9 +98,7 @@ def _split_blocks(lines: list[str]) -> list[_Block]:
                 # An opening fence with a language cannot be content: the block before it was
                 # not closed (usually a closing fence glued to the last line of code).
                 raise FormatError(_unclosed_message(lang, marker, i, lines[i + 1 : k], k + 1))
-        body_lines = [
-            ln[len(indent) :] if ln.startswith(indent) else ln.lstrip(" \t") for ln in lines[i + 1 : j]
-        ]
+        body_lines = [ln[len(indent) :] if ln.startswith(indent) else ln.lstrip(" \t") for ln in lines[i + 1 : j]]
         body = "\n".join(body_lines)
         if j is None:
             if body.strip():
@@ -126,11 +124,7 @@ def _unclosed_message(lang: str, marker: str, at: int, body_lines: list[str], ne
             f"{next_fence}: close each block with {marker} on a line of its own."
         )
     glued = next(
-        (
-            k
-            for k, ln in enumerate(body_lines)
-            if ln.rstrip().endswith(marker[:3]) and ln.strip() != marker[:3]
-        ),
+        (k for k, ln in enumerate(body_lines) if ln.rstrip().endswith(marker[:3]) and ln.strip() != marker[:3]),
         None,
     )
     if glued is not None:
@@ -276,8 +270,7 @@ def parse_reply(text: str, *, max_bytes: int = MAX_REPLY_BYTES) -> ParsedReply:
     if think:
         if not think["close"]:
             raise FormatError(
-                "the reply ended inside <think>: the reasoning never finished, so there is no "
-                "answer. " + _FORMAT_HINT
+                "the reply ended inside <think>: the reasoning never finished, so there is no answer. " + _FORMAT_HINT
             )
         # Blank the reasoning but keep its lines, so line numbers match the reply as written.
         text = "\n" * think.group().count("\n") + text[think.end() :]

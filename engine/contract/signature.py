@@ -15,9 +15,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 # Type keywords that combine into one builtin type ("unsigned long long int").
-_BUILTIN_WORDS = frozenset(
-    {"signed", "unsigned", "short", "long", "int", "char", "float", "double", "void", "bool"}
-)
+_BUILTIN_WORDS = frozenset({"signed", "unsigned", "short", "long", "int", "char", "float", "double", "void", "bool"})
 # Words that qualify a parameter without changing what the harness passes.
 _QUALIFIERS = frozenset(
     {"const", "volatile", "__restrict__", "__restrict", "restrict", "__grid_constant__", "register"}

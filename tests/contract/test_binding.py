@@ -116,9 +116,7 @@ def test_vector_types_and_byte_views() -> None:
         " float4* y, int n) {}\n"
         'extern "C" __global__ void bytes(const void* x, const unsigned char* h, const char* i, void* y) {}\n'
     )
-    bound = bind(
-        source, [launch("k", ["x", "h", "i", "y", "n"]), launch("bytes", ["x", "h", "i", "y"])], task
-    )
+    bound = bind(source, [launch("k", ["x", "h", "i", "y", "n"]), launch("bytes", ["x", "h", "i", "y"])], task)
     assert all(a.param_type == "ptr" for la in bound.launches for a in la.args if a.kind == "buffer")
 
 
@@ -128,9 +126,7 @@ def test_vector_types_and_byte_views() -> None:
 )
 def test_int64_expression_arguments(c_type: str, param_type: str) -> None:
     source = f'extern "C" __global__ void k(float* c, {c_type} n, {c_type} total) {{}}'
-    bound = bind(
-        source, [launch("k", ["c", {"expr": "n", "type": "int64"}, {"expr": "n * 4", "type": "int64"}])]
-    )
+    bound = bind(source, [launch("k", ["c", {"expr": "n", "type": "int64"}, {"expr": "n * 4", "type": "int64"}])])
     assert bound.launches[0].args[1:] == (
         BoundArg("expr", "n", param_type),
         BoundArg("expr", "n * 4", param_type),
@@ -148,10 +144,7 @@ def test_scalars_of_every_width_by_name() -> None:
         },
         buffers={"x": ("float32", ("n",), "input"), "y": ("float32", ("n",), "output")},
     )
-    source = (
-        'extern "C" __global__ void k(float* y, int n, long long big, unsigned bins, float alpha, '
-        "double beta) {}"
-    )
+    source = 'extern "C" __global__ void k(float* y, int n, long long big, unsigned bins, float alpha, double beta) {}'
     bound = bind(source, [launch("k", ["y", "n", "big", "bins", "alpha", "beta"])], task)
     assert [(a.kind, a.param_type) for a in bound.launches[0].args] == [
         ("buffer", "ptr"),
@@ -209,9 +202,7 @@ def test_matching_ptx_parameters_bind() -> None:
 def test_unknown_kernel_lists_the_defined_ones() -> None:
     source = VECTOR_ADD + '\nextern "C" __global__ void vector_sub(const float* a, float* c, int n) {}'
     message = bind_error(source, [launch("vectoradd", ["a", "b", "c", "n"])])
-    assert (
-        'launches[0] (kernel "vectoradd"): unknown kernel "vectoradd" (did you mean "vector_add"?)' in message
-    )
+    assert 'launches[0] (kernel "vectoradd"): unknown kernel "vectoradd" (did you mean "vector_add"?)' in message
     assert 'the extern "C" __global__ kernels in the code are: vector_add, vector_sub' in message
 
 
@@ -279,9 +270,7 @@ def test_buffer_to_a_scalar_parameter() -> None:
 def test_buffer_to_a_pointer_of_the_wrong_type() -> None:
     source = 'extern "C" __global__ void vector_add(const int* a, const float* b, float* c, int n) {}'
     message = bind_error(source, [vadd(["a", "b", "c", "n"])])
-    assert (
-        'the input buffer "a" (float32) goes to the parameter `const int* a`, which points to int' in message
-    )
+    assert 'the input buffer "a" (float32) goes to the parameter `const int* a`, which points to int' in message
     assert "declare it `const float* a`" in message
     assert "float2, float4" in message
 
@@ -290,9 +279,7 @@ def test_double_buffer_to_float_pointer() -> None:
     task = build_task(buffers={"x": ("float64", ("n",), "input"), "y": ("float64", ("n",), "output")})
     source = 'extern "C" __global__ void k(const double* x, float* y, int n) {}'
     message = bind_error(source, [launch("k", ["x", "y", "n"])], task)
-    assert (
-        'the output buffer "y" (float64) goes to the parameter `float* y`, which points to float' in message
-    )
+    assert 'the output buffer "y" (float64) goes to the parameter `float* y`, which points to float' in message
     assert "declare it `double* y`" in message
 
 
@@ -355,20 +342,17 @@ def leaky_task() -> Task:
         (
             "int alpha",
             "alpha",
-            'the scalar "alpha" (float32) goes to the parameter `int alpha`, an integer: '
-            "declare it `float alpha`",
+            'the scalar "alpha" (float32) goes to the parameter `int alpha`, an integer: declare it `float alpha`',
         ),
         (
             "double alpha",
             "alpha",
-            'the scalar "alpha" (float32) is 4 bytes but the parameter `double alpha` is 8: '
-            "declare it `float alpha`",
+            'the scalar "alpha" (float32) is 4 bytes but the parameter `double alpha` is 8: declare it `float alpha`',
         ),
         (
             "float n",
             "n",
-            'the scalar "n" (int32) is an integer but the parameter `float n` is floating-point: '
-            "declare it `int n`",
+            'the scalar "n" (int32) is an integer but the parameter `float n` is floating-point: declare it `int n`',
         ),
         (
             "size_t n",
@@ -379,14 +363,12 @@ def leaky_task() -> Task:
         (
             "int big",
             "big",
-            'the scalar "big" (int64) is 8 bytes but the parameter `int big` takes 4: '
-            "declare it `long long big`",
+            'the scalar "big" (int64) is 8 bytes but the parameter `int big` takes 4: declare it `long long big`',
         ),
         (
             "float* n",
             "n",
-            'the scalar "n" (int32) goes to the parameter `float* n`, a pointer; pointers receive '
-            "task buffers (x, y)",
+            'the scalar "n" (int32) goes to the parameter `float* n`, a pointer; pointers receive task buffers (x, y)',
         ),
         (
             "int n",

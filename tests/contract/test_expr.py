@@ -144,9 +144,7 @@ def test_deep_unary_chain_within_the_length_limit_evaluates() -> None:
     assert expr.evaluate(text, {}) == (-1) ** (expr.MAX_EXPRESSION_CHARS - 1)
 
 
-@pytest.mark.parametrize(
-    "text", ["9223372036854775807 + 1", "4294967296 * 4294967296", "-9223372036854775807 - 2"]
-)
+@pytest.mark.parametrize("text", ["9223372036854775807 + 1", "4294967296 * 4294967296", "-9223372036854775807 - 2"])
 def test_values_beyond_int64_are_refused(text: str) -> None:
     with pytest.raises(ExpressionError, match="int64 range"):
         expr.evaluate(text, {})

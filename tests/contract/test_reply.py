@@ -189,9 +189,7 @@ def test_stray_fence_at_the_end_is_ignored() -> None:
 
 
 def test_leading_think_section_is_not_part_of_the_answer() -> None:
-    draft = (
-        "<think>\nFirst try:\n```cuda\n__global__ void draft() {}\n```\nBetter:\n```cuda\nx\n```\n</think>\n"
-    )
+    draft = "<think>\nFirst try:\n```cuda\n__global__ void draft() {}\n```\nBetter:\n```cuda\nx\n```\n</think>\n"
     parsed = parse_reply(draft + reply())
     assert parsed.source == SMALL_CODE + "\n"
     assert "draft" not in parsed.explanation and "<think>" not in parsed.explanation
@@ -233,9 +231,7 @@ def test_code_in_the_wrong_language_is_named() -> None:
 
 
 def test_two_code_blocks() -> None:
-    text = reply(
-        between="\nAnd a helper:\n\n```cuda\n__device__ float sq(float v) { return v * v; }\n```\n\n"
-    )
+    text = reply(between="\nAnd a helper:\n\n```cuda\n__device__ float sq(float v) { return v * v; }\n```\n\n")
     message = error_of(text)
     assert "found 2 CUDA code blocks (opening on lines 3, 9)" in message
     assert "put all kernels in one ```cuda block" in message
