@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 from engine.judge.environment import open_environment
-from engine.judge.judgement import Candidate, Compiled
 from engine.judge.metrics import figures
 from engine.settings import Settings
 from engine.task import TaskLibrary
@@ -40,8 +39,7 @@ async def measure(task_names: list[str], repeats: int) -> tuple[list[dict], dict
         for name in task_names:
             task = library.get(name)
             judge = env.judge(task, settings)
-            compiled = await judge.compile(Candidate("baseline", task.baseline_source, task.baseline_plan))
-            assert isinstance(compiled, Compiled), compiled
+            compiled = await judge.baseline()
             verdict = await judge.validate(compiled)
             medians, timings = [], []
             for _ in range(repeats):

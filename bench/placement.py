@@ -37,11 +37,10 @@ async def _compile(task, reply: Path | None, arch: str) -> Compiled:
     try:
         judge = env.judge(task, settings)
         if reply is None:
-            cand = Candidate("baseline", task.baseline_source, task.baseline_plan)
-        else:
-            cand = judge.parse(reply.name, reply.read_text())
-            if not isinstance(cand, Candidate):
-                raise SystemExit(f"{reply}: {cand.message}")
+            return await judge.baseline()
+        cand = judge.parse(reply.name, reply.read_text())
+        if not isinstance(cand, Candidate):
+            raise SystemExit(f"{reply}: {cand.message}")
         compiled = await judge.compile(cand)
         if not isinstance(compiled, Compiled):
             raise SystemExit(f"{task.name}: does not compile: {compiled.message}")

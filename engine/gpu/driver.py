@@ -114,6 +114,11 @@ def driver_available() -> str | None:
 BUFFER_ALIGNMENT = 2 * 1024 * 1024
 
 
+def allocated_bytes(nbytes: int) -> int:
+    """Device memory Context.alloc takes for a buffer of `nbytes` (alignment slack included)."""
+    return max(nbytes, 4) + BUFFER_ALIGNMENT
+
+
 @dataclass
 class DeviceBuffer:
     ptr: int  # aligned to BUFFER_ALIGNMENT
@@ -169,7 +174,7 @@ class Context:
     def alloc(self, nbytes: int) -> DeviceBuffer:
         # Zero-byte buffers still need a distinct, valid pointer. The slack lets the buffer start
         # on an aligned address whatever the driver returns.
-        base = int(check(cu.cuMemAlloc(max(nbytes, 4) + BUFFER_ALIGNMENT), "cuMemAlloc"))
+        base = int(check(cu.cuMemAlloc(allocated_bytes(nbytes)), "cuMemAlloc"))
         ptr = -(-base // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT
         return DeviceBuffer(ptr, nbytes, base)
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from engine.gpu.device_compare import compare_on_device
-from engine.gpu.driver import BUFFER_ALIGNMENT, Context, CudaError, is_fatal
+from engine.gpu.driver import Context, CudaError, is_fatal
 from engine.gpu.harness import Harness
 from engine.gpu.phases import PhaseClock
 from engine.gpu.protocol import DeviceInfo, Fault, ProfileReport, Timing
@@ -55,8 +55,7 @@ class _Entry:
     trusted: bool = False
     placements: list[_Placement] = field(default_factory=list)
     turn: int = 0  # runs so far: which placement the next one uses
-    graphed: bool = False
-    replays: int = 1
+    replays: int = 1  # K plan runs per sample in graph mode (at least 2); 1 in events mode
     samples: list[float] = field(default_factory=list)
     clocks: list[float] = field(default_factory=list)
     discarded: int = 0
@@ -79,6 +78,10 @@ class _Entry:
             ctx.launch_graph(p.graph)
         else:
             p.prepared.run(ctx)
+
+    @property
+    def graphed(self) -> bool:
+        return self.replays > 1
 
     @property
     def launches(self) -> int:
@@ -189,7 +192,7 @@ class Profiler:
                     prepared.run(self.ctx)
 
             p.graph = self.ctx.capture_graph(body)
-        entry.graphed, entry.replays = True, k
+        entry.replays = k
         for _ in entry.placements:
             self._timed(entry, flush=True)  # the first launch of a graph uploads it: keep that out
 
@@ -288,8 +291,7 @@ class Profiler:
 
     def _placement_count(self, task: Task, entries: int) -> int:
         """As many placements as settings ask for, within their share of the free device memory."""
-        env = task.env(task.timing)
-        one = sum(b.nbytes_for(env) + BUFFER_ALIGNMENT for b in task.buffers)
+        one = BufferSet.device_bytes(task, task.timing)
         fits = int(self.ctx.free_memory() * self.s.placement_memory_share) // max(1, one * entries)
         return max(1, min(self.s.placements, fits))
 

@@ -90,9 +90,7 @@ class ReferenceCache:
         hit = self._cases.get(key)
         if hit is not None:
             self._cases.move_to_end(key)
-            if key in self._pinned:
-                self._pinned[key] = self._pinned.pop(key)  # the most recently used, unpinned last
-            else:
+            if key not in self._pinned:
                 self._pin(key, hit, make_room=False)
             return hit
         ref = self.reference(task)
@@ -132,7 +130,8 @@ class ReferenceCache:
         want = sum(a.nbytes for a in large)
         if not large or want > self.pinned_budget:
             return
-        for old_key in list(self._pinned) if make_room else []:
+        # Least recently used first: the cache's own order.
+        for old_key in [k for k in self._cases if k in self._pinned] if make_room else []:
             if self._pinned_bytes + want <= self.pinned_budget:
                 break
             self._unpin(old_key)

@@ -14,7 +14,7 @@ import numpy as np
 
 from engine.dtypes import DTYPES
 from engine.gpu.device_compare import compare_on_device
-from engine.gpu.driver import Context, DeviceBuffer, is_fatal
+from engine.gpu.driver import Context, DeviceBuffer, allocated_bytes, is_fatal
 from engine.gpu.phases import PhaseClock
 from engine.gpu.protocol import CaseReport, DeviceInfo, LaunchResources, ValidationReport
 from engine.gpu.reference_cache import ReferenceCache, ReferenceCase
@@ -48,6 +48,12 @@ def task_bytes(task: Task, case: SizeCase) -> int:
 
 class BufferSet:
     """Device buffers for one case: allocated together, freed together."""
+
+    @staticmethod
+    def device_bytes(task: Task, case: SizeCase) -> int:
+        """Device memory one set takes, alignment slack included."""
+        env = task.env(case)
+        return sum(allocated_bytes(b.nbytes_for(env)) for b in task.buffers)
 
     def __init__(self, ctx: Context, task: Task, case: SizeCase) -> None:
         self.ctx = ctx

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from engine.dtypes import DTYPES
-from engine.gpu.driver import BUFFER_ALIGNMENT, Context, driver_available
+from engine.gpu.driver import BUFFER_ALIGNMENT
 from engine.gpu.harness import Harness, compile_harness
 from engine.judge.compare import INT_POISON, compare_output, output_rms, poison_bits
 from engine.task.model import Tolerance
@@ -16,11 +16,8 @@ pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
-def harness():
-    reason = driver_available()
-    if reason:
-        pytest.skip(f"{reason}: GPU tests need a CUDA driver and device")
-    ctx = Context(0)
+def harness(cuda_context):
+    ctx = cuda_context
     major = ctx.attribute("COMPUTE_CAPABILITY_MAJOR")
     minor = ctx.attribute("COMPUTE_CAPABILITY_MINOR")
     return Harness.load(

@@ -4,7 +4,7 @@ registered is asked of the driver itself: it refuses to register the same memory
 
 import pytest
 
-from engine.gpu.driver import Context, driver_available
+from engine.gpu.driver import Context
 from engine.gpu.reference_cache import ReferenceCache
 from engine.task import TaskLibrary
 from engine.task.reference import case_seed
@@ -13,11 +13,8 @@ pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
-def ctx():
-    reason = driver_available()
-    if reason:
-        pytest.skip(f"{reason}: GPU tests need a CUDA driver and device")
-    return Context(0)
+def ctx(cuda_context):
+    return cuda_context
 
 
 def _registered(ctx: Context, arrays) -> list[bool]:

@@ -50,14 +50,13 @@ def test_placements_stay_within_their_share_of_free_memory(gpu, copies_that_fit,
     import dataclasses
 
     from engine.gpu import profile as prof
-    from engine.gpu.driver import BUFFER_ALIGNMENT
+    from engine.gpu.validate import BufferSet
     from engine.gpu.worker import WorkerState
 
     task = gpu.task("vector_add")
     compiled = _compiled(gpu, "vector_add")
     state = WorkerState(0, gpu.settings)
-    env = task.env(task.timing)
-    one_copy = sum(b.nbytes_for(env) + BUFFER_ALIGNMENT for b in task.buffers)
+    one_copy = BufferSet.device_bytes(task, task.timing)
     share = copies_that_fit * one_copy / state.ctx.free_memory()
     settings = dataclasses.replace(gpu.settings.profile, placement_memory_share=share)
     profiler = prof.Profiler(
