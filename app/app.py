@@ -14,15 +14,15 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from app.config import AppConfig, load_config, save_config
-from app.messages import TelemetryRead
-from app.options import Defaults, SessionRequest
-from app.widgets.telemetry import NvmlSampler, TelemetryBar, TelemetrySampler
-from engine.fsr.session import SessionOptions
-from engine.gpu.telemetry import TelemetrySample
-from engine.judge.environment import JudgeEnvironment
-from engine.task import TaskLibrary
-from themes import COLORS_TCSS, DEFAULT_THEME, THEME_TITLES, THEMES, VARIABLE_DEFAULTS
+from cuda_llm.app.config import AppConfig, load_config, save_config
+from cuda_llm.app.messages import TelemetryRead
+from cuda_llm.app.options import Defaults, SessionRequest
+from cuda_llm.app.widgets.telemetry import NvmlSampler, TelemetryBar, TelemetrySampler
+from cuda_llm.engine.fsr.session import SessionOptions
+from cuda_llm.engine.gpu.telemetry import TelemetrySample
+from cuda_llm.engine.judge.environment import JudgeEnvironment
+from cuda_llm.engine.task import TaskLibrary
+from cuda_llm.themes import COLORS_TCSS, DEFAULT_THEME, THEME_TITLES, THEMES, VARIABLE_DEFAULTS
 
 APP_TCSS = Path(__file__).parent / "app.tcss"
 # NVML reads take well under a millisecond; once a second is what nvidia-smi -l shows.
@@ -34,7 +34,7 @@ OllamaLister = Callable[[str | None], Awaitable[list[str]]]
 
 async def list_ollama_models(host: str | None) -> list[str]:
     """The models an ollama server offers; raises ModelError when it cannot be reached."""
-    from engine.llm.ollama_provider import OllamaProvider
+    from cuda_llm.engine.llm.ollama_provider import OllamaProvider
 
     provider = OllamaProvider("probe", host=host)
     try:
@@ -97,8 +97,8 @@ class CudaLlmApp(App[int]):
         return {**super().get_theme_variable_defaults(), **VARIABLE_DEFAULTS}
 
     def on_mount(self) -> None:
-        from app.screens.run import RunScreen
-        from app.screens.start import StartScreen
+        from cuda_llm.app.screens.run import RunScreen
+        from cuda_llm.app.screens.start import StartScreen
 
         self.push_screen(StartScreen(self.defaults, self.config))
         if self.start_request is not None:
@@ -170,7 +170,7 @@ class CudaLlmApp(App[int]):
 
     # ---- leaving ---------------------------------------------------------------------------------
     async def action_quit(self) -> None:
-        from app.screens.run import RunScreen
+        from cuda_llm.app.screens.run import RunScreen
 
         for screen in list(self.screen_stack):
             if isinstance(screen, RunScreen):

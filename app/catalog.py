@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.errors import TaskFileError
-from engine.judge.judgement import BASELINE_LABEL
-from engine.store.sessions import SessionRecord, SessionStore, StoreError
-from engine.task import TaskLibrary
+from cuda_llm.engine.errors import TaskFileError
+from cuda_llm.engine.judge.judgement import BASELINE_LABEL
+from cuda_llm.engine.store.sessions import SessionRecord, SessionStore, StoreError
+from cuda_llm.engine.task import TaskLibrary
 
 
 @dataclass(frozen=True)

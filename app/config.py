@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.paths import user_config_dir
+from cuda_llm.engine.paths import user_config_dir
 
 CONFIG_FILE = "tui.toml"
 ENDPOINT_KINDS = ("openai", "ollama")

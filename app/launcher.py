@@ -11,27 +11,27 @@ _HELP = ("-h", "--help")
 
 
 def main(argv: list[str] | None = None) -> int:
-    from engine.cli.main import build_parser, dispatch, parse
+    from cuda_llm.engine.cli.main import build_parser, dispatch, parse
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in _HELP:
-        from app.cli import tui_options_help
+        from cuda_llm.app.cli import tui_options_help
 
         build_parser().print_help()
         print("\n" + tui_options_help())
         return 0
     if not argv or (argv[0].startswith("-") and argv[0] != "--version"):
-        from app.cli import parse_tui
-        from app.main import run_tui
+        from cuda_llm.app.cli import parse_tui
+        from cuda_llm.app.main import run_tui
 
         return run_tui(parse_tui(argv))
     args = parse(argv)
     if args.command == "run" and not args.headless:
-        from app.main import run_tui
+        from cuda_llm.app.main import run_tui
 
         return run_tui(args)
     if args.command == "run" and (args.model or "").strip().lower().startswith("manual"):
-        from engine.cli.output import error
+        from cuda_llm.engine.cli.output import error
 
         error("--model manual needs the terminal UI (drop --headless): a person writes each kernel there")
         return 2

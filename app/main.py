@@ -8,9 +8,9 @@ from pathlib import Path
 
 
 def run_tui(args: argparse.Namespace) -> int:
-    from app.app import CudaLlmApp
-    from app.options import Defaults, SessionRequest
-    from engine.cli.run_cmd import loop_overrides, loop_settings, session_options
+    from cuda_llm.app.app import CudaLlmApp
+    from cuda_llm.app.options import Defaults, SessionRequest
+    from cuda_llm.engine.cli.run_cmd import loop_overrides, loop_settings, session_options
 
     defaults = Defaults(
         db=args.db,

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from engine.fsr import events as ev
-from engine.gpu.telemetry import TelemetrySample
+from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.gpu.telemetry import TelemetrySample
 
 
 @dataclass

@@ -12,11 +12,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from engine.fsr import events as ev
-from engine.fsr.settings import LoopSettings
-from engine.gpu.protocol import Timing
-from engine.judge.judgement import BASELINE_LABEL, Judgement
-from engine.llm.base import Message, RequestKey
+from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.gpu.protocol import Timing
+from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Judgement
+from cuda_llm.engine.llm.base import Message, RequestKey
+from cuda_llm.engine.settings import LoopSettings
 
 # Candidate phases before a final status; then the judgement's status names the state.
 PHASES = ("waiting", "streaming", "compiling", "validating", "profiling", "no reply")

@@ -47,8 +47,8 @@ class HistogramRun:
 def main() -> int:
     import cupy as cp
 
-    from engine.task import TaskLibrary
-    from engine.task.reference import case_seed, load_reference
+    from cuda_llm.engine.task import TaskLibrary
+    from cuda_llm.engine.task.reference import case_seed, load_reference
 
     task = TaskLibrary().get("histogram")
     case = task.timing

@@ -15,10 +15,10 @@ import sys
 import time
 from pathlib import Path
 
-from engine.judge.environment import open_environment
-from engine.judge.metrics import figures
-from engine.settings import Settings
-from engine.task import TaskLibrary
+from cuda_llm.engine.judge.environment import open_environment
+from cuda_llm.engine.judge.metrics import figures
+from cuda_llm.engine.settings import Settings
+from cuda_llm.engine.task import TaskLibrary
 
 
 def _fmt_rate(fig) -> str:

@@ -13,10 +13,10 @@ import platform
 import statistics
 import time
 
-from engine.compile import CompilerPool, compile_once
-from engine.compile.nvrtc import compile_in_process, nvrtc_version
-from engine.settings import CompileSettings
-from engine.task import TaskLibrary
+from cuda_llm.engine.compile import CompilerPool, compile_once
+from cuda_llm.engine.compile.nvrtc import compile_in_process, nvrtc_version
+from cuda_llm.engine.settings import CompileSettings
+from cuda_llm.engine.task import TaskLibrary
 
 
 def _ms(seconds: float) -> str:

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from engine import expr
-from engine.dtypes import DTYPES
-from engine.judge.judgement import Compiled
-from engine.task.model import Task
-from engine.task.reference import case_seed, load_reference
+from cuda_llm.engine import expr
+from cuda_llm.engine.dtypes import DTYPES
+from cuda_llm.engine.judge.judgement import Compiled
+from cuda_llm.engine.task.model import Task
+from cuda_llm.engine.task.reference import case_seed, load_reference
 
 _SCALAR = {
     "int32": np.int32,

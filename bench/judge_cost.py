@@ -21,10 +21,10 @@ import sys
 import time
 from pathlib import Path
 
-from engine.judge.environment import open_environment
-from engine.judge.judgement import Candidate, Compiled
-from engine.settings import Settings
-from engine.task import TaskLibrary
+from cuda_llm.engine.judge.environment import open_environment
+from cuda_llm.engine.judge.judgement import Candidate, Compiled
+from cuda_llm.engine.settings import Settings
+from cuda_llm.engine.task import TaskLibrary
 
 
 async def measure(names: list[str], repeats: int) -> tuple[list[dict], str]:

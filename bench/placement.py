@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.judge.environment import open_environment
-from engine.judge.judgement import Candidate, Compiled
-from engine.settings import Settings
-from engine.task import TaskLibrary
+from cuda_llm.engine.judge.environment import open_environment
+from cuda_llm.engine.judge.judgement import Candidate, Compiled
+from cuda_llm.engine.settings import Settings
+from cuda_llm.engine.task import TaskLibrary
 
 # The padding before each placement is a different number of 2 MiB pages, so successive
 # sets of buffers do not keep one fixed distance (which could keep one physical mapping pattern).

@@ -47,10 +47,10 @@ async def run(out: Path, at: str, size: tuple[int, int], theme: str, rounds: int
     from scripted import BROKEN_KERNEL, GOOD_KERNEL, GOOD_PLAN, reply
     from tui.helpers import FAST_LOOP, by_request
 
-    from app.app import CudaLlmApp
-    from app.options import Defaults, SessionRequest
-    from app.screens.run import RunScreen
-    from engine.fsr.session import SessionOptions
+    from cuda_llm.app.app import CudaLlmApp
+    from cuda_llm.app.options import Defaults, SessionRequest
+    from cuda_llm.app.screens.run import RunScreen
+    from cuda_llm.engine.fsr.session import SessionOptions
 
     def streamed(text: str) -> Reply:
         # ~100 tokens/s per request: the prompt pane shows the reply arriving, as with a local model.

@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # start screen has been drawn once, then quits.
 FIRST_FRAME = """
 import sys
-from app.app import CudaLlmApp
-from app.options import Defaults
+from cuda_llm.app.app import CudaLlmApp
+from cuda_llm.app.options import Defaults
 
 app = CudaLlmApp(Defaults(compile_only=True), poll_telemetry=False)
 
@@ -58,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as home:
         env = {**os.environ, "CUDA_LLM_HOME": home, "PYTHONPATH": str(ROOT)}
-        timed([sys.executable, "-m", "app.launcher", "--help"], env)  # warm the OS file cache
-        helps = [timed([sys.executable, "-m", "app.launcher", "--help"], env) for _ in range(args.runs)]
+        timed([sys.executable, "-m", "cuda_llm.app.launcher", "--help"], env)  # warm the OS file cache
+        helps = [timed([sys.executable, "-m", "cuda_llm.app.launcher", "--help"], env) for _ in range(args.runs)]
         timed([sys.executable, "-c", FIRST_FRAME], env, "FIRST_FRAME")
         frames = [timed([sys.executable, "-c", FIRST_FRAME], env, "FIRST_FRAME") for _ in range(args.runs)]
     print(

@@ -63,10 +63,10 @@ async def run(presses: int, tokens_per_s: float, size: tuple[int, int], candidat
     from textual.widgets import TabbedContent, Tree
     from tui.helpers import FAST_LOOP, reply_for
 
-    from app.app import CudaLlmApp
-    from app.options import Defaults, SessionRequest
-    from app.screens.run import TABS, RunScreen
-    from engine.fsr.session import SessionOptions
+    from cuda_llm.app.app import CudaLlmApp
+    from cuda_llm.app.options import Defaults, SessionRequest
+    from cuda_llm.app.screens.run import TABS, RunScreen
+    from cuda_llm.engine.fsr.session import SessionOptions
 
     text = reply_for("vadd_us40", note="Vectorised loads, one float4 per thread. " * 8)  # ~400 tokens
     # A few tokens a chunk, as servers batch them under load; the loopback server's per-chunk

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from engine.gpu.driver import Context
+from cuda_llm.engine.gpu.driver import Context
 
 SIZES_MB = (16, 128, 512)
 COPIES = 5

@@ -4,4 +4,6 @@ Nothing under this package imports Textual or `app`: the TUI and the headless CL
 of the same engine API and events.
 """
 
-__version__ = "0.1.0"
+from cuda_llm import __version__
+
+__all__ = ["__version__"]

@@ -13,11 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.fsr import events as ev
-from engine.fsr.control import Controller
-from engine.fsr.session import SessionOptions, open_session
-from engine.fsr.settings import LoopSettings
-from engine.llm.base import GenerateOptions, RetryPolicy
+from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.fsr.control import Controller
+from cuda_llm.engine.fsr.session import SessionOptions, open_session
+from cuda_llm.engine.llm.base import GenerateOptions, RetryPolicy
+from cuda_llm.engine.settings import LoopSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,7 +81,7 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
 def cli(*args: str, env: dict[str, str]) -> subprocess.Popen:
     """`cuda-llm ARGS` in a child process, stdout and stderr captured as text."""
     return subprocess.Popen(
-        [sys.executable, "-m", "app.launcher", *args],
+        [sys.executable, "-m", "cuda_llm.app.launcher", *args],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

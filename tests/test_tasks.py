@@ -13,15 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import expr
-from engine.dtypes import DTYPES
-from engine.errors import TaskFileError, UserError
-from engine.judge.compare import INT_POISON, allowed_error, compare_output
-from engine.task.library import TaskLibrary, builtin_tasks_dir
-from engine.task.loader import load_task
-from engine.task.model import SizeCase, Task
-from engine.task.reference import Reference, case_seed, load_reference
-from engine.task.scaffold import scaffold_task
+from cuda_llm.engine import expr
+from cuda_llm.engine.compare import INT_POISON, allowed_error, compare_output
+from cuda_llm.engine.dtypes import DTYPES
+from cuda_llm.engine.errors import TaskFileError, UserError
+from cuda_llm.engine.task.library import TaskLibrary, builtin_tasks_dir
+from cuda_llm.engine.task.loader import load_task
+from cuda_llm.engine.task.model import SizeCase, Task
+from cuda_llm.engine.task.reference import Reference, case_seed, load_reference
+from cuda_llm.engine.task.scaffold import scaffold_task
 
 LIBRARY = (
     "black_scholes",

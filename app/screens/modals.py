@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, Static, TextArea
 
-from app.widgets.cuda import use_cuda
+from cuda_llm.app.widgets.cuda import use_cuda
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class EditScreen(ModalScreen[EditResult | None]):
                 yield Button("Cancel (Esc)", id="edit-cancel", compact=True)
 
     def on_mount(self) -> None:
-        from themes import CODE_THEMES, code_theme_for
+        from cuda_llm.themes import CODE_THEMES, code_theme_for
 
         source = self.query_one("#edit-source", TextArea)
         use_cuda(source)

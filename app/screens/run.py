@@ -25,7 +25,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import Worker
 
-from app.messages import (
+from cuda_llm.app.messages import (
     CandidateChosen,
     EngineEvent,
     JumpToLine,
@@ -34,8 +34,8 @@ from app.messages import (
     SessionOpened,
     TokensArrived,
 )
-from app.options import SessionRequest
-from app.screens.modals import (
+from cuda_llm.app.options import SessionRequest
+from cuda_llm.app.screens.modals import (
     EditResult,
     EditScreen,
     HelpScreen,
@@ -44,7 +44,7 @@ from app.screens.modals import (
     SettingsScreen,
     compose_reply,
 )
-from app.state import (
+from cuda_llm.app.state import (
     COMPILER,
     KERNEL,
     LATENCY,
@@ -55,22 +55,22 @@ from app.state import (
     VALIDATION,
     SessionView,
 )
-from app.widgets.candidates import CandidateTree
-from app.widgets.compiler import CompilerPane
-from app.widgets.eventlog import EventLog
-from app.widgets.kernel import KernelPane, source_of
-from app.widgets.latency import LatencyPane
-from app.widgets.prompt import PromptPane
-from app.widgets.status import StatusLine
-from app.widgets.telemetry import TelemetryBar
-from app.widgets.text import set_text
-from app.widgets.validation import ValidationPane
-from engine.errors import UserError
-from engine.fsr import events as ev
-from engine.fsr.control import Controller
-from engine.fsr.loop import candidate_label
-from engine.fsr.session import Session, open_session
-from engine.llm.manual_provider import ManualProvider, is_manual_spec
+from cuda_llm.app.widgets.candidates import CandidateTree
+from cuda_llm.app.widgets.compiler import CompilerPane
+from cuda_llm.app.widgets.eventlog import EventLog
+from cuda_llm.app.widgets.kernel import KernelPane, source_of
+from cuda_llm.app.widgets.latency import LatencyPane
+from cuda_llm.app.widgets.prompt import PromptPane
+from cuda_llm.app.widgets.status import StatusLine
+from cuda_llm.app.widgets.telemetry import TelemetryBar
+from cuda_llm.app.widgets.text import set_text
+from cuda_llm.app.widgets.validation import ValidationPane
+from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.fsr.control import Controller
+from cuda_llm.engine.fsr.loop import candidate_label
+from cuda_llm.engine.fsr.session import Session, open_session
+from cuda_llm.engine.llm.manual_provider import ManualProvider, is_manual_spec
 
 WIDE = Size(140, 40)  # at least this many columns and rows: panes side by side
 TABS = (

@@ -28,14 +28,14 @@ from textual.widgets import (
 )
 from textual.widgets.option_list import Option
 
-from app.catalog import Catalog, TaskRow, load_catalog, load_tasks
-from app.config import AppConfig
-from app.messages import ModelsListed
-from app.options import Choices, Defaults, SessionRequest, new_session, resume_session
-from app.screens.modals import HelpScreen
-from app.widgets.telemetry import TelemetryBar
-from engine.errors import UserError
-from engine.llm.ollama_provider import ollama_url
+from cuda_llm.app.catalog import Catalog, TaskRow, load_catalog, load_tasks
+from cuda_llm.app.config import AppConfig
+from cuda_llm.app.messages import ModelsListed
+from cuda_llm.app.options import Choices, Defaults, SessionRequest, new_session, resume_session
+from cuda_llm.app.screens.modals import HelpScreen
+from cuda_llm.app.widgets.telemetry import TelemetryBar
+from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.llm.ollama_provider import ollama_url
 
 MODEL_KINDS = ("ollama", "openai", "replay", "manual")
 REPLAYS_LISTED = 10
@@ -364,7 +364,7 @@ class StartScreen(Screen[None]):
         self.open_run(resume_session(self.defaults, session_id, self.query_one("#opt-auto", Checkbox).value))
 
     def open_run(self, request: SessionRequest) -> None:
-        from app.screens.run import RunScreen
+        from cuda_llm.app.screens.run import RunScreen
 
         self.app.push_screen(RunScreen(request))
 

@@ -7,8 +7,8 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from app.messages import CandidateChosen
-from app.state import CandidateView, SessionView
+from cuda_llm.app.messages import CandidateChosen
+from cuda_llm.app.state import CandidateView, SessionView
 
 # Which theme variable colours each state.
 STATE_COLORS = {

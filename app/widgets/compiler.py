@@ -8,10 +8,10 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
-from app.messages import JumpToLine
-from app.state import SessionView
-from app.widgets.text import set_text
-from engine.compile.result import CompileResult, Diagnostic
+from cuda_llm.app.messages import JumpToLine
+from cuda_llm.app.state import SessionView
+from cuda_llm.app.widgets.text import set_text
+from cuda_llm.engine.compile.result import CompileResult, Diagnostic
 
 
 def diagnostic_text(d: Diagnostic) -> str:

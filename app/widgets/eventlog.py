@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Log
 
-from app.state import SessionView
+from cuda_llm.app.state import SessionView
 
 
 class EventLog(Log):

@@ -12,11 +12,11 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static, TabbedContent, TabPane, TextArea
 
-from app.state import CandidateView, SessionView
-from app.widgets.cuda import use_cuda
-from app.widgets.text import set_text
-from engine.contract.plan import LaunchPlan
-from engine.judge.judgement import Judgement
+from cuda_llm.app.state import CandidateView, SessionView
+from cuda_llm.app.widgets.cuda import use_cuda
+from cuda_llm.app.widgets.text import set_text
+from cuda_llm.engine.contract.plan import LaunchPlan
+from cuda_llm.engine.judge.judgement import Judgement
 
 _CUDA_BLOCK = re.compile(r"```(?:cuda|cu|c\+\+|cpp)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
 _JSON_BLOCK = re.compile(r"```json[ \t]*\n(.*?)(?:```|\Z)", re.S)
@@ -77,7 +77,7 @@ class KernelPane(Vertical):
         self.show()
 
     def apply_theme(self) -> None:
-        from themes import CODE_THEMES, code_theme_for
+        from cuda_llm.themes import CODE_THEMES, code_theme_for
 
         theme = self.app.current_theme
         for area in self.query(TextArea):

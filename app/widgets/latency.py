@@ -9,8 +9,8 @@ from textual.containers import Vertical
 from textual.widgets import Static
 from textual_plot import HiResMode, PlotWidget
 
-from app.state import SessionView
-from app.widgets.text import set_text
+from cuda_llm.app.state import SessionView
+from cuda_llm.app.widgets.text import set_text
 
 
 def figures_text(view: SessionView) -> str:

@@ -8,8 +8,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Log, Static
 
-from app.state import SessionView
-from app.widgets.text import set_text
+from cuda_llm.app.state import SessionView
+from cuda_llm.app.widgets.text import set_text
 
 # Prompts run to hundreds of lines; a reply is cut at max_tokens. Both fit well inside this.
 MAX_LINES = 20_000

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from app.state import SessionView
-from app.widgets.text import set_text
+from cuda_llm.app.state import SessionView
+from cuda_llm.app.widgets.text import set_text
 
 
 def status_text(view: SessionView, auto_accept: bool, manual_waiting: list[str]) -> tuple[str, str]:

@@ -10,8 +10,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Static
 
-from app.widgets.text import set_text
-from engine.gpu.telemetry import Nvml, TelemetrySample
+from cuda_llm.app.widgets.text import set_text
+from cuda_llm.engine.gpu.telemetry import Nvml, TelemetrySample
 
 GIB = 1024**3
 

@@ -9,9 +9,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from app.state import SessionView
-from app.widgets.text import set_text
-from engine.gpu.protocol import ValidationReport
+from cuda_llm.app.state import SessionView
+from cuda_llm.app.widgets.text import set_text
+from cuda_llm.engine.gpu.protocol import ValidationReport
 
 COLUMNS = ("size", "seed", "output", "index", "expected", "got", "abs err", "rel err")
 

@@ -16,13 +16,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.cli.output import error, print_json
+from cuda_llm.engine.cli.output import error, print_json
 
 
 def _resolve_model(spec: str, task: str, db: str | None, exclude: set[int]) -> str | None:
     if spec != "replay:latest":
         return spec
-    from engine.store.sessions import SessionStore
+    from cuda_llm.engine.store.sessions import SessionStore
 
     store = SessionStore(db)
     try:
@@ -35,12 +35,12 @@ def _resolve_model(spec: str, task: str, db: str | None, exclude: set[int]) -> s
 
 
 async def _bench(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
-    from engine.cli.report import session_report
-    from engine.cli.run_cmd import session_options
-    from engine.fsr.control import Controller
-    from engine.fsr.session import open_session
-    from engine.store.sessions import SessionStore
-    from engine.task import TaskLibrary
+    from cuda_llm.engine.cli.report import session_report
+    from cuda_llm.engine.cli.run_cmd import session_options
+    from cuda_llm.engine.fsr.control import Controller
+    from cuda_llm.engine.fsr.session import open_session
+    from cuda_llm.engine.store.sessions import SessionStore
+    from cuda_llm.engine.task import TaskLibrary
 
     names = args.tasks or TaskLibrary().names()
     rows: list[dict[str, Any]] = []
@@ -154,7 +154,7 @@ def bench(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from engine.cli.run_cmd import add_session_arguments
+    from cuda_llm.engine.cli.run_cmd import add_session_arguments
 
     p = sub.add_parser("bench", help="the paper's table: baseline vs best per task")
     p.add_argument("--tasks", nargs="*", help="tasks to run (default: all)")

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from importlib import metadata
 
-from engine.cli.output import print_json
+from cuda_llm.engine.cli.output import print_json
 
 # How long a model server gets to answer before it is reported unreachable.
 SERVER_PROBE_TIMEOUT_S = 3.0
@@ -56,7 +56,7 @@ def check_packages() -> list[Check]:
 
 
 def check_compiler(arch: str) -> list[Check]:
-    from engine.compile.nvrtc import compile_in_process
+    from cuda_llm.engine.compile.nvrtc import compile_in_process
 
     try:
         start = time.monotonic()
@@ -77,7 +77,7 @@ def check_compiler(arch: str) -> list[Check]:
     try:
         from cuda.bindings import nvrtc
 
-        from engine.compile.headers import find_headers
+        from cuda_llm.engine.compile.headers import find_headers
 
         dirs = find_headers(nvrtc, (major, minor))
         checks.append(
@@ -96,10 +96,10 @@ def check_compiler(arch: str) -> list[Check]:
 
 
 async def check_gpu() -> tuple[list[Check], str | None]:
-    from engine.gpu.client import GpuUnavailable, GpuWorker
-    from engine.gpu.peaks import load_cached
-    from engine.judge.environment import gpu_unavailable_reason
-    from engine.settings import Settings
+    from cuda_llm.engine.gpu.client import GpuUnavailable, GpuWorker
+    from cuda_llm.engine.gpu.peaks import load_cached
+    from cuda_llm.engine.judge.environment import gpu_unavailable_reason
+    from cuda_llm.engine.settings import Settings
 
     reason = gpu_unavailable_reason()
     if reason:
@@ -134,7 +134,7 @@ async def check_gpu() -> tuple[list[Check], str | None]:
 
 
 def check_nvml() -> Check:
-    from engine.gpu.telemetry import Nvml, list_gpus
+    from cuda_llm.engine.gpu.telemetry import Nvml, list_gpus
 
     gpus = list_gpus()
     if gpus is None:
@@ -193,7 +193,7 @@ async def check_servers(host: str | None, base_url: str | None) -> list[Check]:
 
 
 def check_storage(db: str | None) -> Check:
-    from engine.store.sessions import SessionStore, StoreError
+    from cuda_llm.engine.store.sessions import SessionStore, StoreError
 
     try:
         store = SessionStore(db)

@@ -9,13 +9,13 @@ import asyncio
 import sys
 from pathlib import Path
 
-from engine.cli.output import error, print_json
+from cuda_llm.engine.cli.output import error, print_json
 
 
 def _load_candidate(args: argparse.Namespace, judge):
-    from engine.contract.errors import FormatError
-    from engine.contract.plan import parse_plan
-    from engine.judge.judgement import Candidate, Judgement
+    from cuda_llm.engine.contract.errors import FormatError
+    from cuda_llm.engine.contract.plan import parse_plan
+    from cuda_llm.engine.judge.judgement import Candidate, Judgement
 
     path = Path(args.file)
     try:
@@ -100,11 +100,11 @@ def render(j, device: str) -> str:
 
 
 async def _evaluate(args: argparse.Namespace) -> int:
-    from engine.errors import UserError
-    from engine.judge.environment import open_environment
-    from engine.judge.judgement import Judgement
-    from engine.settings import Settings
-    from engine.task import TaskLibrary
+    from cuda_llm.engine.errors import UserError
+    from cuda_llm.engine.judge.environment import open_environment
+    from cuda_llm.engine.judge.judgement import Judgement
+    from cuda_llm.engine.settings import Settings
+    from cuda_llm.engine.task import TaskLibrary
 
     settings = Settings()
     task = TaskLibrary().get(args.task)
@@ -125,7 +125,7 @@ async def _evaluate(args: argparse.Namespace) -> int:
         await env.close()
     device = f"{env.device.name} ({env.arch})" if env.device else f"no GPU, compile-only ({env.arch})"
     if args.json:
-        from engine import serialize
+        from cuda_llm.engine import serialize
 
         print_json(
             {

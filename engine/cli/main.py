@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine import __version__
-from engine.cli import bench_cmd, doctor_cmd, eval_cmd, run_cmd, sessions_cmd, tasks_cmd
+from cuda_llm.engine import __version__
+from cuda_llm.engine.cli import bench_cmd, doctor_cmd, eval_cmd, run_cmd, sessions_cmd, tasks_cmd
 
 DESCRIPTION = """\
 A language model writes CUDA kernels; the GPU proves them right and fast.
@@ -36,8 +36,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    from engine.cli.output import error
-    from engine.errors import UserError
+    from cuda_llm.engine.cli.output import error
+    from cuda_llm.engine.errors import UserError
 
     try:
         return int(args.func(args) or 0)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from engine.fsr import events as ev
-from engine.judge.judgement import Judgement
+from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.judge.judgement import Judgement
 
 _STATUS_MARK = {
     "format_error": "format error",

@@ -6,9 +6,9 @@ import json
 import time
 from typing import Any
 
-from engine import serialize
-from engine.judge.judgement import BASELINE_LABEL, Judgement
-from engine.store.sessions import CandidateRecord, SessionStore
+from cuda_llm.engine import serialize
+from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Judgement
+from cuda_llm.engine.store.sessions import CandidateRecord, SessionStore
 
 
 def _figures(j: Judgement | None) -> dict[str, Any] | None:

@@ -11,7 +11,7 @@ import asyncio
 import signal
 import sys
 
-from engine.cli.output import error, print_json
+from cuda_llm.engine.cli.output import error, print_json
 
 EXIT_PAUSED = 3
 
@@ -71,8 +71,8 @@ def loop_overrides(args: argparse.Namespace) -> dict[str, object]:
 def loop_settings(args: argparse.Namespace):
     import dataclasses
 
-    from engine.fsr.settings import LoopSettings
-    from engine.llm.base import GenerateOptions
+    from cuda_llm.engine.llm.base import GenerateOptions
+    from cuda_llm.engine.settings import LoopSettings
 
     gen = GenerateOptions()
     gen_changes = {
@@ -90,7 +90,7 @@ def loop_settings(args: argparse.Namespace):
 
 
 def session_options(args: argparse.Namespace, task: str | None):
-    from engine.fsr.session import SessionOptions
+    from cuda_llm.engine.fsr.session import SessionOptions
 
     return SessionOptions(
         task=task,
@@ -108,9 +108,9 @@ def session_options(args: argparse.Namespace, task: str | None):
 
 
 async def run_headless(options, as_json: bool) -> int:
-    from engine.cli.progress import ProgressPrinter
-    from engine.fsr.control import Controller
-    from engine.fsr.session import open_session
+    from cuda_llm.engine.cli.progress import ProgressPrinter
+    from cuda_llm.engine.fsr.control import Controller
+    from cuda_llm.engine.fsr.session import open_session
 
     control = Controller(auto_accept=True, stop_when_paused=True)
     session = await open_session(options, control)
@@ -139,8 +139,8 @@ async def run_headless(options, as_json: bool) -> int:
         loop.remove_signal_handler(signal.SIGINT)
         await session.close()
     if as_json:
-        from engine.cli.report import session_report
-        from engine.store.sessions import SessionStore
+        from cuda_llm.engine.cli.report import session_report
+        from cuda_llm.engine.store.sessions import SessionStore
 
         store = SessionStore(options.db)
         try:

@@ -8,11 +8,11 @@ import json
 import time
 from pathlib import Path
 
-from engine.cli.output import error, print_json, table
+from cuda_llm.engine.cli.output import error, print_json, table
 
 
 def list_sessions(args: argparse.Namespace) -> int:
-    from engine.store.sessions import SessionStore
+    from cuda_llm.engine.store.sessions import SessionStore
 
     store = SessionStore(args.db)
     try:
@@ -58,8 +58,8 @@ def list_sessions(args: argparse.Namespace) -> int:
 
 
 def export(args: argparse.Namespace) -> int:
-    from engine.cli.report import markdown, session_report
-    from engine.store.sessions import SessionStore
+    from cuda_llm.engine.cli.report import markdown, session_report
+    from cuda_llm.engine.store.sessions import SessionStore
 
     store = SessionStore(args.db)
     try:
@@ -88,8 +88,8 @@ def export(args: argparse.Namespace) -> int:
 
 def replay(args: argparse.Namespace) -> int:
     """Re-judge a recorded session's replies on this machine (a new session, same decisions)."""
-    from engine.cli.run_cmd import run_headless, session_options
-    from engine.store.sessions import SessionStore
+    from cuda_llm.engine.cli.run_cmd import run_headless, session_options
+    from cuda_llm.engine.store.sessions import SessionStore
 
     store = SessionStore(args.db)
     try:
@@ -112,7 +112,7 @@ def replay(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from engine.cli.run_cmd import add_session_arguments
+    from cuda_llm.engine.cli.run_cmd import add_session_arguments
 
     p = sub.add_parser("sessions", help="list recorded sessions")
     p.add_argument("--db", help="sessions database (default: the user data folder)")

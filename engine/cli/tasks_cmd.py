@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from engine.cli.output import error, human_bytes, print_json, table
+from cuda_llm.engine.cli.output import error, human_bytes, print_json, table
 
 
 def _si(n: float) -> str:
@@ -16,8 +16,8 @@ def _si(n: float) -> str:
 
 
 def list_tasks(args: argparse.Namespace) -> int:
-    from engine.errors import TaskFileError
-    from engine.task import TaskLibrary
+    from cuda_llm.engine.errors import TaskFileError
+    from cuda_llm.engine.task import TaskLibrary
 
     library = TaskLibrary()
     rows, records, broken = [], [], []
@@ -58,9 +58,9 @@ def list_tasks(args: argparse.Namespace) -> int:
 
 
 def new_task(args: argparse.Namespace) -> int:
-    from engine.errors import UserError
-    from engine.task.library import user_tasks_dir
-    from engine.task.scaffold import scaffold_task
+    from cuda_llm.engine.errors import UserError
+    from cuda_llm.engine.task.library import user_tasks_dir
+    from cuda_llm.engine.task.scaffold import scaffold_task
 
     root = Path(args.dir) if args.dir else user_tasks_dir()
     try:

@@ -4,7 +4,7 @@ architecture, and what the compiler says goes back to the model (DESIGN.md secti
 Importing this package loads no NVRTC: only the compiler processes do.
 """
 
-from engine.compile.includes import (
+from cuda_llm.engine.compile.includes import (
     ALLOWED_HEADER_FAMILIES,
     ALLOWED_HEADERS,
     ALLOWED_PRAGMAS,
@@ -13,11 +13,11 @@ from engine.compile.includes import (
     check_source_policy,
     is_allowed_header,
 )
-from engine.compile.log import parse_diagnostics, parse_ptxas
-from engine.compile.nvrtc import compile_in_process
-from engine.compile.pool import CompilerPool, PoolClosedError, compile_once
-from engine.compile.ptx import device_globals, precision_hints, ptx_entries
-from engine.compile.result import (
+from cuda_llm.engine.compile.log import parse_diagnostics, parse_ptxas
+from cuda_llm.engine.compile.nvrtc import compile_in_process
+from cuda_llm.engine.compile.pool import CompilerPool, PoolClosedError, compile_once
+from cuda_llm.engine.compile.ptx import device_globals, precision_hints, ptx_entries
+from cuda_llm.engine.compile.result import (
     CANDIDATE_FILE,
     CompileResult,
     CompilerUnavailableError,
@@ -25,7 +25,7 @@ from engine.compile.result import (
     Diagnostic,
     KernelResources,
 )
-from engine.compile.source import CheckedSource, check_source
+from cuda_llm.engine.compile.source import CheckedSource, check_source
 
 __all__ = [
     "ALLOWED_HEADERS",

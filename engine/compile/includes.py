@@ -20,7 +20,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from engine.contract.errors import FormatError
+from cuda_llm.engine.contract.errors import FormatError
 
 # -- the allow list ------------------------------------------------------------------------------
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from engine.compile.ptx import precision_hints
-from engine.compile.result import CANDIDATE_FILE, Diagnostic, KernelResources, Severity
+from cuda_llm.engine.compile.ptx import precision_hints
+from cuda_llm.engine.compile.result import CANDIDATE_FILE, Diagnostic, KernelResources, Severity
 
 __all__ = ["parse_diagnostics", "parse_ptxas", "precision_hints"]
 

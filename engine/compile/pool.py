@@ -16,10 +16,10 @@ import multiprocessing
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 
-from engine.compile.result import CompileResult
-from engine.compile.source import check_source
-from engine.compile.worker import CompilerProcess
-from engine.settings import CompileSettings
+from cuda_llm.engine.compile.result import CompileResult
+from cuda_llm.engine.compile.source import check_source
+from cuda_llm.engine.compile.worker import CompilerProcess
+from cuda_llm.engine.settings import CompileSettings
 
 
 def _spawn_context() -> multiprocessing.context.SpawnContext:

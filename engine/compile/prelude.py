@@ -8,7 +8,7 @@ number in a diagnostic and in the line info is the candidate's own.
 
 from __future__ import annotations
 
-from engine.compile.result import CANDIDATE_FILE
+from cuda_llm.engine.compile.result import CANDIDATE_FILE
 
 PRELUDE_FILE = "cuda-llm-prelude.h"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.compile.result import DeviceGlobal
+from cuda_llm.engine.compile.result import DeviceGlobal
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*(?:\(([^)]*)\))?")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.compile.includes import check_source_policy
-from engine.contract.errors import FormatError
-from engine.settings import CompileSettings
+from cuda_llm.engine.compile.includes import check_source_policy
+from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.settings import CompileSettings
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import SpawnContext
 from typing import Any
 
-from engine.compile.result import CompileResult, CompilerUnavailableError, failed_result
-from engine.settings import CompileSettings
+from cuda_llm.engine.compile.result import CompileResult, CompilerUnavailableError, failed_result
+from cuda_llm.engine.settings import CompileSettings
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -51,7 +51,7 @@ def child_main(conn: Connection, settings: CompileSettings, parent_pid: int, war
     """The child's whole life: set limits, load NVRTC, then answer requests until told to stop."""
     _limit_resources(settings, parent_pid)
     try:
-        from engine.compile import nvrtc
+        from cuda_llm.engine.compile import nvrtc
 
         info = nvrtc.warm_up() if warm else {"nvrtc_version": nvrtc.nvrtc_version()}
         info["memory_limit_bytes"] = resource.getrlimit(resource.RLIMIT_DATA)[0]

@@ -15,9 +15,9 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine import expr
-from engine.contract.errors import FormatError
-from engine.contract.plan import (
+from cuda_llm.engine import expr
+from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.contract.plan import (
     BoundArg,
     BoundLaunch,
     BoundPlan,
@@ -26,12 +26,12 @@ from engine.contract.plan import (
     ParamType,
     PlanArg,
 )
-from engine.contract.signature import KernelParam, KernelScan, KernelSignature
-from engine.dtypes import DTYPES, SCALAR_TYPES, ScalarType, scalar_type_of_c
-from engine.errors import ExpressionError
+from cuda_llm.engine.contract.signature import KernelParam, KernelScan, KernelSignature
+from cuda_llm.engine.dtypes import DTYPES, SCALAR_TYPES, ScalarType, scalar_type_of_c
+from cuda_llm.engine.errors import ExpressionError
 
 if TYPE_CHECKING:  # engine.task imports engine.contract.plan: a runtime import would be a cycle
-    from engine.task.model import Task
+    from cuda_llm.engine.task.model import Task
 
 # Problems listed in one message: enough to fix several at once, few enough for a prompt.
 MAX_PROBLEMS = 8

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.errors import UserError
+from cuda_llm.engine.errors import UserError
 
 
 class FormatError(UserError):

@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from engine import expr
-from engine.contract.errors import FormatError
-from engine.dtypes import DTYPES
-from engine.errors import ExpressionError
+from cuda_llm.engine import expr
+from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.dtypes import DTYPES
+from cuda_llm.engine.errors import ExpressionError
 
 IntType = Literal["int32", "int64"]
 ArgKind = Literal["buffer", "scratch", "scalar", "expr"]

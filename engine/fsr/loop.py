@@ -17,20 +17,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from engine.contract.errors import FormatError
-from engine.contract.plan import parse_plan
-from engine.errors import UserError
-from engine.fsr import events as ev
-from engine.fsr.control import Controller, Decision, Edit
-from engine.fsr.prompt import PromptBuilder, Rejection
-from engine.fsr.settings import LoopSettings
-from engine.gpu.protocol import Timing
-from engine.judge.judge import Judge
-from engine.judge.judgement import BASELINE_LABEL, Candidate, Compiled, Judgement
-from engine.judge.metrics import figures
-from engine.llm.base import Message, ModelError, ModelProvider, RequestKey
-from engine.llm.retry import complete_with_retries
-from engine.store.sessions import CandidateRecord, SessionStore, StoreError
+from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.contract.plan import parse_plan
+from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.fsr.control import Controller, Decision, Edit
+from cuda_llm.engine.fsr.prompt import PromptBuilder, Rejection
+from cuda_llm.engine.gpu.protocol import Timing
+from cuda_llm.engine.judge.judge import Judge
+from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Candidate, Compiled, Judgement
+from cuda_llm.engine.judge.metrics import figures
+from cuda_llm.engine.llm.base import Message, ModelError, ModelProvider, RequestKey
+from cuda_llm.engine.llm.retry import complete_with_retries
+from cuda_llm.engine.settings import LoopSettings
+from cuda_llm.engine.store.sessions import CandidateRecord, SessionStore, StoreError
 
 
 def candidate_label(key: RequestKey) -> str:

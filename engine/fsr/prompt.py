@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from importlib import resources
 from string import Template
 
-from engine.gpu.protocol import DeviceInfo, Peaks
-from engine.judge.judgement import Judgement
-from engine.llm.base import Message
-from engine.task.model import Task
+from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks
+from cuda_llm.engine.judge.judgement import Judgement
+from cuda_llm.engine.llm.base import Message
+from cuda_llm.engine.task.model import Task
 
 # Lines of a compile log kept per failed candidate at full detail.
 COMPILE_LOG_LINES = 12
@@ -69,7 +69,7 @@ ARCH_FACTS: dict[str, dict[str, int]] = {
 
 
 def _template(name: str) -> Template:
-    return Template((resources.files("engine.prompts") / name).read_text(encoding="utf-8"))
+    return Template((resources.files("cuda_llm.engine.prompts") / name).read_text(encoding="utf-8"))
 
 
 def _si(value: float, unit: str) -> str:

@@ -10,19 +10,18 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.errors import UserError
-from engine.fsr.control import Controller
-from engine.fsr.events import EventBus
-from engine.fsr.loop import FsrLoop, SessionResult
-from engine.fsr.prompt import PromptBuilder
-from engine.fsr.settings import LoopSettings
-from engine.judge.environment import JudgeEnvironment, open_environment
-from engine.llm.base import ModelProvider
-from engine.llm.spec import parse_model_spec
-from engine.settings import Settings
-from engine.store.sessions import SessionStore
-from engine.task import TaskLibrary
-from engine.task.model import Task
+from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.fsr.control import Controller
+from cuda_llm.engine.fsr.events import EventBus
+from cuda_llm.engine.fsr.loop import FsrLoop, SessionResult
+from cuda_llm.engine.fsr.prompt import PromptBuilder
+from cuda_llm.engine.judge.environment import JudgeEnvironment, open_environment
+from cuda_llm.engine.llm.base import ModelProvider
+from cuda_llm.engine.llm.spec import parse_model_spec
+from cuda_llm.engine.settings import LoopSettings, Settings
+from cuda_llm.engine.store.sessions import SessionStore
+from cuda_llm.engine.task import TaskLibrary
+from cuda_llm.engine.task.model import Task
 
 
 @dataclass(frozen=True)

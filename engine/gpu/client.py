@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import engine
-from engine.errors import UserError
-from engine.gpu.protocol import (
+import cuda_llm
+from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.gpu.protocol import (
     DeviceInfo,
     Fault,
     Peaks,
@@ -29,9 +29,9 @@ from engine.gpu.protocol import (
     ValidationReport,
     WorkerHello,
 )
-from engine.paths import user_cache_dir
-from engine.settings import Settings
-from engine.task.model import Task
+from cuda_llm.engine.paths import user_cache_dir
+from cuda_llm.engine.settings import Settings
+from cuda_llm.engine.task.model import Task
 
 _HEADER = struct.Struct("<Q")
 # Lines of the worker's stderr quoted when it dies without answering.
@@ -87,14 +87,14 @@ class GpuWorker:
     async def _spawn(self) -> DeviceInfo:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
-        # The child imports `engine` from wherever this process did (installed or a checkout).
-        root = str(Path(engine.__file__).resolve().parent.parent)
+        # The child imports `cuda_llm` from wherever this process did (installed or a checkout).
+        root = str(Path(cuda_llm.__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         with open(self.stderr_path, "wb") as err:
             self._proc = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                "engine.gpu.worker",
+                "cuda_llm.engine.gpu.worker",
                 "--printf-log",
                 str(self.printf_path),
                 stdin=asyncio.subprocess.PIPE,

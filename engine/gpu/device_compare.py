@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.gpu.driver import Context, DeviceBuffer, is_fatal
-from engine.gpu.harness import Harness
-from engine.judge.compare import OutputComparison
-from engine.task.model import BufferSpec, Tolerance
+from cuda_llm.engine.compare import OutputComparison
+from cuda_llm.engine.gpu.driver import Context, DeviceBuffer, is_fatal
+from cuda_llm.engine.gpu.harness import Harness
+from cuda_llm.engine.task.model import BufferSpec, Tolerance
 
 
 def compare_on_device(

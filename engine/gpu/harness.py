@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from engine.dtypes import DTYPES
-from engine.gpu.driver import Context, DeviceBuffer, pack_params
-from engine.judge.compare import poison_bits
-from engine.task.model import Tolerance
+from cuda_llm.engine.compare import poison_bits
+from cuda_llm.engine.dtypes import DTYPES
+from cuda_llm.engine.gpu.driver import Context, DeviceBuffer, pack_params
+from cuda_llm.engine.task.model import Tolerance
 
 HARNESS_SOURCE = r"""
 // Overwrite every byte of the block's shared memory with a pattern. Launched on every SM with the
@@ -114,7 +114,7 @@ extern "C" __global__ void harness_count_diff(const uint4* __restrict__ a, const
     }
 }
 
-// Compare an output with the float64 reference on the device, exactly as engine/judge/compare.py
+// Compare an output with the float64 reference on the device, exactly as engine/compare.py
 // does on the host: err = |double(got) - expected|; "exact" wants err == 0, the other rules
 // err <= rtol * base + atol (base = |expected|, the output's RMS, or a per-element scale), rounded
 // step by step as NumPy does (no fused multiply-add). Elements still holding the poison bit pattern
@@ -224,7 +224,7 @@ FMA_PER_ITER = 8 * 16  # per thread per outer iteration of harness_fma
 
 def compile_harness(arch: str) -> bytes:
     """Compile the harness kernels for this device (in the worker, once per start)."""
-    from engine.compile.nvrtc import compile_in_process
+    from cuda_llm.engine.compile.nvrtc import compile_in_process
 
     result = compile_in_process(HARNESS_SOURCE, arch)
     if not result.ok or result.cubin is None:

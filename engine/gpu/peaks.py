@@ -12,10 +12,10 @@ from dataclasses import asdict
 
 import numpy as np
 
-from engine.gpu.driver import Context
-from engine.gpu.harness import FMA_PER_ITER, Harness
-from engine.gpu.protocol import DeviceInfo, Peaks
-from engine.paths import user_cache_dir
+from cuda_llm.engine.gpu.driver import Context
+from cuda_llm.engine.gpu.harness import FMA_PER_ITER, Harness
+from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks
+from cuda_llm.engine.paths import user_cache_dir
 
 # Bytes per buffer of the bandwidth probes: far beyond any L2 (60 MiB on H200), small next to memory.
 COPY_BYTES = 1 << 30

@@ -7,11 +7,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from engine.errors import UserError
-from engine.gpu.client import GpuUnavailable, GpuWorker, ProfileFailure
-from engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport, ProgramRef, ValidationReport
-from engine.settings import Settings
-from engine.task.model import Task
+from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.gpu.client import GpuUnavailable, GpuWorker, ProfileFailure
+from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport, ProgramRef, ValidationReport
+from cuda_llm.engine.settings import Settings
+from cuda_llm.engine.task.model import Task
 
 
 def visible_gpu_count() -> int:

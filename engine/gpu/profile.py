@@ -17,18 +17,18 @@ from typing import Any
 
 import numpy as np
 
-from engine.gpu.device_compare import compare_on_device
-from engine.gpu.driver import Context, CudaError, is_fatal
-from engine.gpu.harness import Harness
-from engine.gpu.phases import PhaseClock
-from engine.gpu.protocol import DeviceInfo, Fault, ProfileReport, Timing
-from engine.gpu.reference_cache import ReferenceCache
-from engine.gpu.runner import ModuleFunctions, PlanError, PreparedPlan, prepare
-from engine.gpu.telemetry import Nvml
-from engine.gpu.validate import BufferSet, poison, task_bytes
-from engine.settings import ProfileSettings, ValidationSettings
-from engine.task.model import Task
-from engine.task.reference import case_seed
+from cuda_llm.engine.gpu.device_compare import compare_on_device
+from cuda_llm.engine.gpu.driver import Context, CudaError, is_fatal
+from cuda_llm.engine.gpu.harness import Harness
+from cuda_llm.engine.gpu.phases import PhaseClock
+from cuda_llm.engine.gpu.protocol import DeviceInfo, Fault, ProfileReport, Timing
+from cuda_llm.engine.gpu.reference_cache import ReferenceCache
+from cuda_llm.engine.gpu.runner import ModuleFunctions, PlanError, PreparedPlan, prepare
+from cuda_llm.engine.gpu.telemetry import Nvml
+from cuda_llm.engine.gpu.validate import BufferSet, poison, task_bytes
+from cuda_llm.engine.settings import ProfileSettings, ValidationSettings
+from cuda_llm.engine.task.model import Task
+from cuda_llm.engine.task.reference import case_seed
 
 # Host-side cost of enqueuing one launch from Python (measured 3.5-5.4 us on H100/H200); the delay
 # kernel in front of a timed region covers this many microseconds per launch, plus a fixed margin.

@@ -9,9 +9,9 @@ from typing import Protocol
 
 import numpy as np
 
-from engine.judge.compare import output_rms
-from engine.task.model import SizeCase, Task
-from engine.task.reference import Reference, load_reference
+from cuda_llm.engine.compare import output_rms
+from cuda_llm.engine.task.model import SizeCase, Task
+from cuda_llm.engine.task.reference import Reference, load_reference
 
 # Host memory the cache may hold: the timing-size case of the largest task (inputs plus a float64
 # expected output) is about 1.5 GB; keep a few tasks' worth without threatening a 16 GB workstation.

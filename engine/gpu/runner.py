@@ -7,12 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine import expr
-from engine.contract.plan import BoundPlan
-from engine.dtypes import DTYPES
-from engine.errors import ExpressionError
-from engine.gpu.driver import Context, CudaError, DeviceBuffer, pack_params
-from engine.gpu.protocol import DeviceInfo, LaunchResources
+from cuda_llm.engine import expr
+from cuda_llm.engine.contract.plan import BoundPlan
+from cuda_llm.engine.dtypes import DTYPES
+from cuda_llm.engine.errors import ExpressionError
+from cuda_llm.engine.gpu.driver import Context, CudaError, DeviceBuffer, pack_params
+from cuda_llm.engine.gpu.protocol import DeviceInfo, LaunchResources
 
 # A plan's scratch may use this many bytes beyond twice the task's own buffers: generous for
 # partial sums and tiles, small enough that a runaway expression is refused before cuMemAlloc.

@@ -54,11 +54,11 @@ class WorkerState:
     def __init__(self, device_index: int, settings: Any) -> None:
         from cuda.bindings import nvrtc
 
-        from engine.gpu.driver import Context
-        from engine.gpu.harness import Harness, compile_harness
-        from engine.gpu.protocol import DeviceInfo
-        from engine.gpu.reference_cache import ReferenceCache
-        from engine.gpu.telemetry import Nvml
+        from cuda_llm.engine.gpu.driver import Context
+        from cuda_llm.engine.gpu.harness import Harness, compile_harness
+        from cuda_llm.engine.gpu.protocol import DeviceInfo
+        from cuda_llm.engine.gpu.reference_cache import ReferenceCache
+        from cuda_llm.engine.gpu.telemetry import Nvml
 
         self.settings = settings
         self.ctx = ctx = Context(device_index)
@@ -115,7 +115,7 @@ class WorkerState:
         self._profiler = None
 
     def task(self, folder: str) -> Any:
-        from engine.task.loader import load_task
+        from cuda_llm.engine.task.loader import load_task
 
         task = load_task(folder, self.settings.validation)
         cached = self._tasks.get(folder)
@@ -127,7 +127,7 @@ class WorkerState:
     @property
     def profiler(self) -> Any:
         if self._profiler is None:
-            from engine.gpu.profile import Profiler
+            from cuda_llm.engine.gpu.profile import Profiler
 
             self._profiler = Profiler(
                 self.ctx,
@@ -155,9 +155,9 @@ def _printf_bytes() -> int:
 
 def _fault_response(exc: BaseException, case: str | None):
     """Map an exception raised while running a candidate to (Fault, fatal)."""
-    from engine.gpu.driver import CudaError, KernelTimeout
-    from engine.gpu.protocol import Fault
-    from engine.gpu.runner import PlanError
+    from cuda_llm.engine.gpu.driver import CudaError, KernelTimeout
+    from cuda_llm.engine.gpu.protocol import Fault
+    from cuda_llm.engine.gpu.runner import PlanError
 
     where = f" at {case}" if case else ""
     if isinstance(exc, PlanError):
@@ -204,10 +204,10 @@ def _context_healthy(state: WorkerState) -> bool:
 
 
 def handle_validate(state: WorkerState, req: Any):
-    from engine.gpu.driver import CudaError, KernelTimeout
-    from engine.gpu.protocol import Response, ValidationReport
-    from engine.gpu.runner import PlanError
-    from engine.gpu.validate import validate
+    from cuda_llm.engine.gpu.driver import CudaError, KernelTimeout
+    from cuda_llm.engine.gpu.protocol import Response, ValidationReport
+    from cuda_llm.engine.gpu.runner import PlanError
+    from cuda_llm.engine.gpu.validate import validate
 
     task = state.task(req.task_folder)
     _printf_bytes()
@@ -245,8 +245,8 @@ def handle_validate(state: WorkerState, req: Any):
 
 
 def handle_profile(state: WorkerState, req: Any):
-    from engine.gpu.driver import CudaError, KernelTimeout
-    from engine.gpu.protocol import Response
+    from cuda_llm.engine.gpu.driver import CudaError, KernelTimeout
+    from cuda_llm.engine.gpu.protocol import Response
 
     task = state.task(req.task_folder)
     modules = []
@@ -270,8 +270,8 @@ def handle_profile(state: WorkerState, req: Any):
 
 
 def handle_peaks(state: WorkerState, req: Any):
-    from engine.gpu import peaks
-    from engine.gpu.protocol import Response
+    from cuda_llm.engine.gpu import peaks
+    from cuda_llm.engine.gpu.protocol import Response
 
     cached = None if req.force else peaks.load_cached(state.info)
     if cached is None:
@@ -281,7 +281,7 @@ def handle_peaks(state: WorkerState, req: Any):
 
 
 def serve(proto_in: IO[bytes], proto_out: IO[bytes]) -> int:
-    from engine.gpu import protocol as P
+    from cuda_llm.engine.gpu import protocol as P
 
     hello = read_message(proto_in)
     try:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.compile.pool import CompilerPool
-from engine.gpu.client import GpuUnavailable
-from engine.gpu.pool import GpuPool, parse_gpu_list, visible_gpu_count
-from engine.gpu.protocol import DeviceInfo, Peaks
-from engine.judge.judge import Judge
-from engine.settings import Settings
-from engine.task.model import Task
+from cuda_llm.engine.compile.pool import CompilerPool
+from cuda_llm.engine.gpu.client import GpuUnavailable
+from cuda_llm.engine.gpu.pool import GpuPool, parse_gpu_list, visible_gpu_count
+from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks
+from cuda_llm.engine.judge.judge import Judge
+from cuda_llm.engine.settings import Settings
+from cuda_llm.engine.task.model import Task
 
 DEFAULT_ARCH = "sm_90"  # what CI compiles for; the H100/H200 the project targets
 
@@ -40,7 +40,7 @@ class JudgeEnvironment:
 def gpu_unavailable_reason() -> str | None:
     """None if a CUDA driver and device are usable, else why not (in a few words)."""
     try:
-        from engine.gpu.driver import driver_available
+        from cuda_llm.engine.gpu.driver import driver_available
     except Exception as exc:  # cuda-bindings missing or broken
         return f"cuda-bindings unusable ({exc})"
     return driver_available()

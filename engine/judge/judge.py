@@ -13,14 +13,14 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engine.compile.result import CompileResult
-from engine.compile.source import check_source
-from engine.contract.binding import bind_plan
-from engine.contract.errors import FormatError
-from engine.contract.reply import parse_reply
-from engine.contract.signature import parse_kernels
-from engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport, Timing
-from engine.judge.judgement import (
+from cuda_llm.engine.compile.result import CompileResult
+from cuda_llm.engine.compile.source import check_source
+from cuda_llm.engine.contract.binding import bind_plan
+from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.contract.reply import parse_reply
+from cuda_llm.engine.contract.signature import parse_kernels
+from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport, Timing
+from cuda_llm.engine.judge.judgement import (
     BASELINE_LABEL,
     Candidate,
     Compiled,
@@ -29,13 +29,13 @@ from engine.judge.judgement import (
     RoundTiming,
     Status,
 )
-from engine.judge.metrics import Figures, figures
-from engine.settings import Settings
-from engine.task.model import Task
+from cuda_llm.engine.judge.metrics import Figures, figures
+from cuda_llm.engine.settings import Settings
+from cuda_llm.engine.task.model import Task
 
 if TYPE_CHECKING:  # the pool and the worker are passed in; importing them here would pull in NVRTC
-    from engine.compile.pool import CompilerPool
-    from engine.gpu.pool import GpuPool
+    from cuda_llm.engine.compile.pool import CompilerPool
+    from cuda_llm.engine.gpu.pool import GpuPool
 
 
 # A profiling session interrupted by something no candidate did (the worker was killed, the GPU

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from engine.compile.result import CompileResult
-from engine.contract.plan import BoundPlan, LaunchPlan
-from engine.gpu.protocol import ProgramRef, Timing, ValidationReport
-from engine.judge.metrics import Figures
+from cuda_llm.engine.compile.result import CompileResult
+from cuda_llm.engine.contract.plan import BoundPlan, LaunchPlan
+from cuda_llm.engine.gpu.protocol import ProgramRef, Timing, ValidationReport
+from cuda_llm.engine.judge.metrics import Figures
 
 Status = Literal[
     "format_error",  # the reply breaks the contract (no code, bad plan, unknown kernel...)

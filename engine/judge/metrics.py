@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.gpu.protocol import Peaks, Timing
-from engine.task.model import Task
+from cuda_llm.engine.gpu.protocol import Peaks, Timing
+from cuda_llm.engine.task.model import Task
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit, urlunsplit
 
-from engine.llm.base import ErrorKind, ModelError
+from cuda_llm.engine.llm.base import ErrorKind, ModelError
 
 # A server's own error text is quoted up to this length: enough for "context length exceeded
 # (9000 > 8192)", short enough to keep the message on one line in a narrow terminal pane.

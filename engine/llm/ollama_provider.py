@@ -18,10 +18,10 @@ import httpx
 import ollama
 from pydantic import ValidationError
 
-from engine.errors import UserError
-from engine.llm.base import Completion, GenerateOptions, Message, ModelError, RequestKey, TokenCallback
-from engine.llm.http_errors import Server, retry_after_seconds
-from engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
+from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.llm.base import Completion, GenerateOptions, Message, ModelError, RequestKey, TokenCallback
+from cuda_llm.engine.llm.http_errors import Server, retry_after_seconds
+from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 OLLAMA_PORT = 11434

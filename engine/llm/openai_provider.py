@@ -16,9 +16,9 @@ from typing import Any
 
 import openai
 
-from engine.llm.base import Completion, GenerateOptions, Message, ModelError, RequestKey, TokenCallback
-from engine.llm.http_errors import Server, display_url, retry_after_seconds
-from engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
+from cuda_llm.engine.llm.base import Completion, GenerateOptions, Message, ModelError, RequestKey, TokenCallback
+from cuda_llm.engine.llm.http_errors import Server, display_url, retry_after_seconds
+from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 # Local servers need no key, but the client refuses to start without one.

@@ -8,7 +8,7 @@ import dataclasses
 import random
 from collections.abc import Awaitable, Callable, Sequence
 
-from engine.llm.base import (
+from cuda_llm.engine.llm.base import (
     Completion,
     GenerateOptions,
     Message,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from engine.errors import UserError
-from engine.llm.base import ModelProvider, RequestKey
+from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.llm.base import ModelProvider, RequestKey
 
 SPEC_HELP = "use ollama:MODEL, openai:MODEL or replay:SESSION"
 
@@ -24,21 +24,21 @@ def parse_model_spec(
     kind, sep, name = spec.strip().partition(":")
     kind, name = kind.strip().lower(), name.strip()
     if kind == "manual":  # the person writes each candidate (the TUI supplies the text)
-        from engine.llm.manual_provider import ManualProvider
+        from cuda_llm.engine.llm.manual_provider import ManualProvider
 
         return ManualProvider()
     if not sep or not name or kind not in ("ollama", "openai", "replay"):
         raise UserError(f"unknown model spec {spec!r}: {SPEC_HELP}")
     if kind == "ollama":
-        from engine.llm.ollama_provider import OllamaProvider
+        from cuda_llm.engine.llm.ollama_provider import OllamaProvider
 
         return OllamaProvider(name, host=host)
     if kind == "openai":
-        from engine.llm.openai_provider import OpenAIProvider
+        from cuda_llm.engine.llm.openai_provider import OpenAIProvider
 
         return OpenAIProvider(name, base_url=base_url)
     if load_replay is None:
         raise UserError(f"model spec {spec!r} replays a stored session, which needs the sessions database")
-    from engine.llm.replay_provider import ReplayProvider
+    from cuda_llm.engine.llm.replay_provider import ReplayProvider
 
     return ReplayProvider(load_replay(name), source=name)

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from engine.llm.base import Completion, GenerateOptions, TokenCallback
+from cuda_llm.engine.llm.base import Completion, GenerateOptions, TokenCallback
 
 # Servers enforce max_tokens themselves (num_predict, max_tokens); the client also counts so that a
 # server that ignores it cannot stream forever. Each streamed chunk carries at least one token, so

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine import serialize
-from engine.errors import UserError
-from engine.fsr.settings import LoopSettings
-from engine.judge.judgement import Judgement
-from engine.llm.base import Completion, Message, RequestKey
-from engine.paths import user_data_dir
-from engine.store.schema import MIGRATIONS, SCHEMA_VERSION
+from cuda_llm.engine import serialize
+from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.judge.judgement import Judgement
+from cuda_llm.engine.llm.base import Completion, Message, RequestKey
+from cuda_llm.engine.paths import user_data_dir
+from cuda_llm.engine.settings import LoopSettings
+from cuda_llm.engine.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 # A second process waits this long for a lock before giving up with a message.
 BUSY_TIMEOUT_MS = 5000

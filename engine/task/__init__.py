@@ -1,8 +1,8 @@
 """Tasks: a folder with task.toml, reference.py and baseline.cu/.json (DESIGN.md section 3)."""
 
-from engine.task.library import TaskLibrary
-from engine.task.loader import load_task
-from engine.task.model import BufferSpec, Roofline, ScalarSpec, SizeCase, Task, Tolerance
+from cuda_llm.engine.task.library import TaskLibrary
+from cuda_llm.engine.task.loader import load_task
+from cuda_llm.engine.task.model import BufferSpec, Roofline, ScalarSpec, SizeCase, Task, Tolerance
 
 __all__ = [
     "BufferSpec",

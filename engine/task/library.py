@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from engine.errors import TaskFileError, UnknownTaskError
-from engine.paths import user_data_dir
-from engine.task.loader import TASK_FILE, load_task
-from engine.task.model import Task
+from cuda_llm.engine.errors import TaskFileError, UnknownTaskError
+from cuda_llm.engine.paths import user_data_dir
+from cuda_llm.engine.task.loader import TASK_FILE, load_task
+from cuda_llm.engine.task.model import Task
 
 
 def builtin_tasks_dir() -> Path:
-    return Path(str(resources.files("tasks")))
+    return Path(str(resources.files("cuda_llm.tasks")))
 
 
 def user_tasks_dir() -> Path:

@@ -8,13 +8,13 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from engine import expr
-from engine.contract.errors import FormatError
-from engine.contract.plan import parse_plan
-from engine.dtypes import DTYPES, SCALAR_TYPES
-from engine.errors import ExpressionError, TaskFileError
-from engine.settings import ValidationSettings
-from engine.task.model import BufferSpec, Roofline, ScalarSpec, SizeCase, Task, Tolerance
+from cuda_llm.engine import expr
+from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.contract.plan import parse_plan
+from cuda_llm.engine.dtypes import DTYPES, SCALAR_TYPES
+from cuda_llm.engine.errors import ExpressionError, TaskFileError
+from cuda_llm.engine.settings import ValidationSettings
+from cuda_llm.engine.task.model import BufferSpec, Roofline, ScalarSpec, SizeCase, Task, Tolerance
 
 TASK_FILE = "task.toml"
 REFERENCE_FILE = "reference.py"

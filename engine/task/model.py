@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from engine import expr
-from engine.contract.plan import LaunchPlan
-from engine.dtypes import DTYPES
+from cuda_llm.engine import expr
+from cuda_llm.engine.contract.plan import LaunchPlan
+from cuda_llm.engine.dtypes import DTYPES
 
 Category = Literal["memory", "reduction", "ai", "compute"]
 Role = Literal["input", "output"]

@@ -23,9 +23,9 @@ from types import ModuleType
 
 import numpy as np
 
-from engine.dtypes import DTYPES
-from engine.errors import TaskFileError
-from engine.task.model import SizeCase, Task
+from cuda_llm.engine.dtypes import DTYPES
+from cuda_llm.engine.errors import TaskFileError
+from cuda_llm.engine.task.model import SizeCase, Task
 
 
 def case_seed(task: Task, case: SizeCase, index: int, purpose: str = "validate") -> int:

@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 from string import Template
 
-from engine.errors import UserError
-from engine.task.loader import REFERENCE_FILE, TASK_FILE
+from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.task.loader import REFERENCE_FILE, TASK_FILE
 
 # A C identifier: the name doubles as a Python module suffix and appears in kernel names.
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import engine.compile
+import cuda_llm.engine.compile
 
 
 def test_importing_the_package_loads_no_nvrtc() -> None:
     code = (
-        "import sys, engine.compile, engine.compile.result\n"
+        "import sys, cuda_llm.engine.compile, cuda_llm.engine.compile.result\n"
         "loaded = [m for m in ('cuda.bindings.nvrtc', 'cuda.bindings', 'numpy') if m in sys.modules]\n"
         "print(','.join(loaded))\n"
     )
@@ -19,6 +19,6 @@ def test_importing_the_package_loads_no_nvrtc() -> None:
 
 
 def test_every_exported_name_exists() -> None:
-    missing = [name for name in engine.compile.__all__ if not hasattr(engine.compile, name)]
+    missing = [name for name in cuda_llm.engine.compile.__all__ if not hasattr(cuda_llm.engine.compile, name)]
     assert missing == []
-    assert {"CompilerPool", "compile_once", "CompileResult", "precision_hints"} <= set(engine.compile.__all__)
+    assert {"CompilerPool", "compile_once", "CompileResult", "precision_hints"} <= set(cuda_llm.engine.compile.__all__)

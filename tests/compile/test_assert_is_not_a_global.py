@@ -1,7 +1,7 @@
 """assert() hands compiler-made strings to __assertfail: that is not a kernel writing state it could
 use to cache results between runs, so it must not be flagged (a user's __device__ counter must)."""
 
-from engine.compile.nvrtc import compile_in_process
+from cuda_llm.engine.compile.nvrtc import compile_in_process
 
 
 def test_assert_strings_are_not_flagged():

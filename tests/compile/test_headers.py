@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.compile import headers as header_search
-from engine.compile import nvrtc
-from engine.compile.includes import ALLOWED_HEADER_FAMILIES, ALLOWED_HEADERS, is_allowed_header
-from engine.compile.nvrtc import compile_in_process
+from cuda_llm.engine.compile import headers as header_search
+from cuda_llm.engine.compile import nvrtc
+from cuda_llm.engine.compile.includes import ALLOWED_HEADER_FAMILIES, ALLOWED_HEADERS, is_allowed_header
+from cuda_llm.engine.compile.nvrtc import compile_in_process
 from tests.compile.attacks import K
 from tests.compile.conftest import needs_nvrtc
 

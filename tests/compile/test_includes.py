@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from engine.compile.includes import (
+from cuda_llm.engine.compile.includes import (
     PolicyViolation,
     check_source_policy,
     is_allowed_header,
     pragma_allowed,
 )
-from engine.compile.source import check_source
-from engine.contract.errors import FormatError
-from engine.settings import CompileSettings
+from cuda_llm.engine.compile.source import check_source
+from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.settings import CompileSettings
 from tests.compile.attacks import ATTACKS, HARMLESS, K, attack
 
 

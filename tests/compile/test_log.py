@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.compile.log import parse_diagnostics, parse_ptxas
+from cuda_llm.engine.compile.log import parse_diagnostics, parse_ptxas
 from tests.compile.kernels import BROKEN
 
 BROKEN_LOG = (

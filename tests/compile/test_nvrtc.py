@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.compile import nvrtc
-from engine.compile.includes import PolicyViolation
-from engine.compile.nvrtc import compile_checked, compile_in_process
-from engine.compile.prelude import PRELUDE_MACROS
-from engine.compile.result import CompileResult
-from engine.compile.source import CheckedSource
-from engine.paths import user_cache_dir
-from engine.settings import CompileSettings
+from cuda_llm.engine.compile import nvrtc
+from cuda_llm.engine.compile.includes import PolicyViolation
+from cuda_llm.engine.compile.nvrtc import compile_checked, compile_in_process
+from cuda_llm.engine.compile.prelude import PRELUDE_MACROS
+from cuda_llm.engine.compile.result import CompileResult
+from cuda_llm.engine.compile.source import CheckedSource
+from cuda_llm.engine.paths import user_cache_dir
+from cuda_llm.engine.settings import CompileSettings
 from tests.compile import kernels
 from tests.compile.attacks import ATTACKS, HARMLESS, SECRET_FILES, K, attack, secret_snippets
 from tests.compile.conftest import needs_nvrtc

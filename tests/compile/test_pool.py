@@ -10,12 +10,12 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from engine.compile.pool import CompilerPool, PoolClosedError, compile_once
-from engine.contract.errors import FormatError
-from engine.errors import TaskFileError
-from engine.settings import CompileSettings
-from engine.task import TaskLibrary
-from engine.task.model import Task
+from cuda_llm.engine.compile.pool import CompilerPool, PoolClosedError, compile_once
+from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.errors import TaskFileError
+from cuda_llm.engine.settings import CompileSettings
+from cuda_llm.engine.task import TaskLibrary
+from cuda_llm.engine.task.model import Task
 from tests.compile import kernels
 from tests.compile.attacks import ATTACKS, attack
 from tests.compile.conftest import needs_nvrtc

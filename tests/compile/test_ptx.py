@@ -3,7 +3,7 @@ the compile tests check live PTX)."""
 
 from __future__ import annotations
 
-from engine.compile.ptx import device_globals, precision_hints, ptx_entries
+from cuda_llm.engine.compile.ptx import device_globals, precision_hints, ptx_entries
 
 # NVRTC 13.5's PTX for a kernel that counts its launches in a __device__ global, reads a
 # __device__ const table and calls printf; and one that takes a struct by value.

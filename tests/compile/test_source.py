@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from engine.compile.source import check_source
-from engine.contract.errors import FormatError
-from engine.settings import CompileSettings
+from cuda_llm.engine.compile.source import check_source
+from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.settings import CompileSettings
 from tests.compile.attacks import K
 
 SETTINGS = CompileSettings()

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from engine.contract.binding import MAX_PROBLEMS, bind_plan
-from engine.contract.errors import FormatError
-from engine.contract.plan import BoundArg, BoundPlan, parse_plan
-from engine.contract.signature import parse_kernels
-from engine.task import TaskLibrary, load_task
-from engine.task.model import Task
+from cuda_llm.engine.contract.binding import MAX_PROBLEMS, bind_plan
+from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.contract.plan import BoundArg, BoundPlan, parse_plan
+from cuda_llm.engine.contract.signature import parse_kernels
+from cuda_llm.engine.task import TaskLibrary, load_task
+from cuda_llm.engine.task.model import Task
 
 from .conftest import TaskFactory, build_task
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from engine import expr
-from engine.errors import ExpressionError
+from cuda_llm.engine import expr
+from cuda_llm.engine.errors import ExpressionError
 
 
 @pytest.mark.parametrize(

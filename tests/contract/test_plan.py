@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from engine.contract.errors import FormatError
-from engine.contract.plan import (
+from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.contract.plan import (
     MAX_ARGS,
     MAX_LAUNCHES,
     MAX_SCRATCH,

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from engine.contract.errors import FormatError
-from engine.contract.reply import MAX_REPLY_BYTES, parse_reply
+from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.contract.reply import MAX_REPLY_BYTES, parse_reply
 
 KERNELS = """\
 #include <cuda_fp16.h>
@@ -366,8 +366,8 @@ def test_mutated_replies_fail_only_with_format_errors() -> None:
     FormatError; no other exception may escape to the loop."""
     import random
 
-    from engine.contract.binding import bind_plan
-    from engine.contract.signature import parse_kernels
+    from cuda_llm.engine.contract.binding import bind_plan
+    from cuda_llm.engine.contract.signature import parse_kernels
 
     from .conftest import build_task
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.contract.signature import KernelParam, KernelScan, parse_kernels
+from cuda_llm.engine.contract.signature import KernelParam, KernelScan, parse_kernels
 
 
 def only(source: str) -> tuple[KernelParam, ...]:

@@ -13,8 +13,9 @@ import asyncio
 import re
 from dataclasses import dataclass, field
 
-from engine.compile.pool import CompilerPool
-from engine.gpu.protocol import (
+from cuda_llm.engine.compare import Mismatch
+from cuda_llm.engine.compile.pool import CompilerPool
+from cuda_llm.engine.gpu.protocol import (
     CaseReport,
     DeviceInfo,
     Fault,
@@ -25,10 +26,9 @@ from engine.gpu.protocol import (
     Timing,
     ValidationReport,
 )
-from engine.judge.compare import Mismatch
-from engine.judge.environment import JudgeEnvironment
-from engine.settings import Settings
-from engine.task.model import Task
+from cuda_llm.engine.judge.environment import JudgeEnvironment
+from cuda_llm.engine.settings import Settings
+from cuda_llm.engine.task.model import Task
 
 BASELINE_US = 100.0
 DEFAULT_US = 50.0

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from session_driver import Recorder, run_session
 
-from engine.fsr import events as ev
-from engine.fsr.session import SessionOptions
+from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.fsr.session import SessionOptions
 
 Rows = dict[str, tuple[str | None, str | bytes | None]]
 

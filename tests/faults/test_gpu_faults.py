@@ -14,10 +14,10 @@ import signal
 import pytest
 from llm_servers import Reply
 
-from engine.fsr.control import Controller
-from engine.fsr.session import SessionOptions, open_session
-from engine.fsr.settings import LoopSettings
-from engine.store.sessions import SessionStore
+from cuda_llm.engine.fsr.control import Controller
+from cuda_llm.engine.fsr.session import SessionOptions, open_session
+from cuda_llm.engine.settings import LoopSettings
+from cuda_llm.engine.store.sessions import SessionStore
 from faults.hostile import CASES, PLAN, Hostile
 
 pytestmark = pytest.mark.gpu
@@ -63,7 +63,7 @@ def test_worker_killed_mid_profile(gpu, observed):
     worker = gpu.env.gpu.workers[0]
 
     async def go():
-        from engine.judge.judgement import Candidate
+        from cuda_llm.engine.judge.judgement import Candidate
 
         compiled = await judge.compile(Candidate("cand", task.baseline_source, task.baseline_plan))
         verdict = await judge.validate(compiled)

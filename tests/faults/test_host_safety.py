@@ -23,9 +23,9 @@ from llm_servers import LoopbackLLMServer
 from scripted import GOOD_KERNEL, chunked, reply
 from session_driver import Recorder, options, run_session
 
-from engine.fsr import events as ev
-from engine.fsr.control import Controller
-from engine.store.sessions import SessionStore
+from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.fsr.control import Controller
+from cuda_llm.engine.store.sessions import SessionStore
 from tests.compile.attacks import ATTACKS, HARMLESS, SECRET_FILES, secret_snippets
 
 GROUP = "host safety"

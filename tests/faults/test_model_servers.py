@@ -12,8 +12,8 @@ from llm_servers import UNRESOLVABLE_URL, LoopbackLLMServer, Reply
 from scripted import chunked, reply
 from session_driver import FAST_RETRY, options, run_session
 
-from engine.fsr import events as ev
-from engine.llm.base import GenerateOptions, RetryPolicy
+from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.llm.base import GenerateOptions, RetryPolicy
 
 from .helpers import RoundWatcher, assert_kept, integrity, one_line, resume, session_row, snapshot
 
@@ -257,7 +257,7 @@ async def test_endless_reply(tmp_path, llm_server, observed):
     judged = {e.judgement.label: e.judgement for e in watcher.of(ev.CandidateJudged)}
     assert judged["r2-1"].status == "format_error"
     assert judged["r2-1"].message.startswith("the reply reached the token limit (300 tokens)")
-    from engine.store.sessions import SessionStore
+    from cuda_llm.engine.store.sessions import SessionStore
 
     store = SessionStore(tmp_path / "sessions.db")
     try:

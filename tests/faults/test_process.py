@@ -17,8 +17,8 @@ from llm_servers import Reply
 from scripted import chunked, reply
 from session_driver import cli, cli_env, labels, options, run_session
 
-from engine.cli.main import main as cuda_llm
-from engine.store.sessions import SessionStore
+from cuda_llm.engine.cli.main import main as cuda_llm
+from cuda_llm.engine.store.sessions import SessionStore
 
 from .helpers import RoundWatcher, assert_kept, integrity, one_line, resume, session_row, short, snapshot
 

@@ -12,11 +12,11 @@ from llm_servers import INVALID_UTF8_PLACEHOLDER, Reply
 from scripted import GOOD_KERNEL, GOOD_PLAN, chunked, reply
 from session_driver import options, run_session
 
-from engine.cli.main import main as cuda_llm
-from engine.fsr import events as ev
-from engine.llm.base import GenerateOptions
-from engine.settings import CompileSettings, Settings
-from engine.store.sessions import SessionStore
+from cuda_llm.engine.cli.main import main as cuda_llm
+from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.llm.base import GenerateOptions
+from cuda_llm.engine.settings import CompileSettings, Settings
+from cuda_llm.engine.store.sessions import SessionStore
 from tests.compile.kernels import TEMPLATE_BOMB
 
 from .helpers import integrity, short

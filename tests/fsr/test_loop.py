@@ -8,8 +8,8 @@ from llm_servers import Reply
 from scripted import BROKEN_KERNEL, chunked, reply
 from session_driver import options, run_session
 
-from engine.fsr import events as ev
-from engine.store.sessions import SessionStore
+from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.store.sessions import SessionStore
 
 
 async def test_compile_error_reaches_the_repair_prompt(tmp_path, llm_server):
@@ -158,15 +158,15 @@ async def test_replay_makes_the_same_requests_without_a_model(tmp_path, llm_serv
 
 @pytest.mark.parametrize("n", [0, 33])
 async def test_bad_loop_settings_are_one_line(tmp_path, n):
-    from engine.errors import UserError
+    from cuda_llm.engine.errors import UserError
 
     with pytest.raises(UserError, match="--candidates"):
         await run_session(options(tmp_path, "ollama:m", candidates=n))
 
 
 async def test_bench_replays_the_latest_session_per_task(tmp_path, llm_server, capsys):
-    from engine.cli.bench_cmd import _bench, markdown
-    from engine.cli.main import parse
+    from cuda_llm.engine.cli.bench_cmd import _bench, markdown
+    from cuda_llm.engine.cli.main import parse
 
     llm_server.default = chunked(reply())
     first, _ = await run_session(options(tmp_path, "ollama:loop-model", candidates=2, rounds=1), host=llm_server.url)

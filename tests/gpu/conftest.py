@@ -1,7 +1,7 @@
 import pytest
 from gpu_session import gpu  # noqa: F401  (the session-wide GPU fixture)
 
-from engine.gpu.driver import Context, driver_available
+from cuda_llm.engine.gpu.driver import Context, driver_available
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from engine.task import TaskLibrary
+from cuda_llm.engine.task import TaskLibrary
 
 pytestmark = pytest.mark.gpu
 

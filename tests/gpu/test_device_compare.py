@@ -1,16 +1,16 @@
 """The harness's on-device checks, which the validator and the profiler trust: the byte comparison
 (inputs left alone, two runs agree) must count every differing byte, tail included; the comparison
-with the reference must reach the host's verdict (engine/judge/compare.py) for every output dtype
+with the reference must reach the host's verdict (engine/compare.py) for every output dtype
 and tolerance rule."""
 
 import numpy as np
 import pytest
 
-from engine.dtypes import DTYPES
-from engine.gpu.driver import BUFFER_ALIGNMENT
-from engine.gpu.harness import Harness, compile_harness
-from engine.judge.compare import INT_POISON, compare_output, output_rms, poison_bits
-from engine.task.model import Tolerance
+from cuda_llm.engine.compare import INT_POISON, compare_output, output_rms, poison_bits
+from cuda_llm.engine.dtypes import DTYPES
+from cuda_llm.engine.gpu.driver import BUFFER_ALIGNMENT
+from cuda_llm.engine.gpu.harness import Harness, compile_harness
+from cuda_llm.engine.task.model import Tolerance
 
 pytestmark = pytest.mark.gpu
 
@@ -100,8 +100,8 @@ def _spoil(got: np.ndarray, rng: np.random.Generator) -> None:
 
 
 def _device_compare(harness, got: np.ndarray, dtype: str, expected, scale, tol):
-    from engine.gpu.device_compare import compare_on_device
-    from engine.task.model import BufferSpec
+    from cuda_llm.engine.gpu.device_compare import compare_on_device
+    from cuda_llm.engine.task.model import BufferSpec
 
     ctx = harness.ctx
     buf = ctx.alloc(got.nbytes)

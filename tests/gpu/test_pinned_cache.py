@@ -4,10 +4,10 @@ registered is asked of the driver itself: it refuses to register the same memory
 
 import pytest
 
-from engine.gpu.driver import Context
-from engine.gpu.reference_cache import ReferenceCache
-from engine.task import TaskLibrary
-from engine.task.reference import case_seed
+from cuda_llm.engine.gpu.driver import Context
+from cuda_llm.engine.gpu.reference_cache import ReferenceCache
+from cuda_llm.engine.task import TaskLibrary
+from cuda_llm.engine.task.reference import case_seed
 
 pytestmark = pytest.mark.gpu
 

@@ -22,10 +22,10 @@ from scripted import (
     reply,
 )
 
-from engine.fsr.control import Controller
-from engine.fsr.session import SessionOptions, open_session
-from engine.fsr.settings import LoopSettings
-from engine.store.sessions import SessionStore
+from cuda_llm.engine.fsr.control import Controller
+from cuda_llm.engine.fsr.session import SessionOptions, open_session
+from cuda_llm.engine.settings import LoopSettings
+from cuda_llm.engine.store.sessions import SessionStore
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,7 +82,12 @@ def record_session(gpu, llm_server, db: Path, task: str) -> int:
 def cli(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "CUDA_LLM_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "app.launcher", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=400
+        [sys.executable, "-m", "cuda_llm.app.launcher", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
     )
 
 

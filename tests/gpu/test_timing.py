@@ -5,7 +5,7 @@ import importlib.util
 
 import pytest
 
-from engine.judge.judgement import Candidate, Compiled
+from cuda_llm.engine.judge.judgement import Candidate, Compiled
 
 pytestmark = pytest.mark.gpu
 
@@ -49,9 +49,9 @@ def test_placements_stay_within_their_share_of_free_memory(gpu, copies_that_fit,
     """Fewer copies of the buffers when the settings' share of free memory holds fewer (one at least)."""
     import dataclasses
 
-    from engine.gpu import profile as prof
-    from engine.gpu.validate import BufferSet
-    from engine.gpu.worker import WorkerState
+    from cuda_llm.engine.gpu import profile as prof
+    from cuda_llm.engine.gpu.validate import BufferSet
+    from cuda_llm.engine.gpu.worker import WorkerState
 
     task = gpu.task("vector_add")
     compiled = _compiled(gpu, "vector_add")

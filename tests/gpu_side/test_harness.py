@@ -6,11 +6,11 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from engine.compile.nvrtc import compile_in_process
-from engine.dtypes import DTYPES
-from engine.gpu.harness import COMPARE_DTYPES, HARNESS_SOURCE, Harness
-from engine.gpu.peaks import fp16_tensor_rate
-from engine.task.model import Tolerance
+from cuda_llm.engine.compile.nvrtc import compile_in_process
+from cuda_llm.engine.dtypes import DTYPES
+from cuda_llm.engine.gpu.harness import COMPARE_DTYPES, HARNESS_SOURCE, Harness
+from cuda_llm.engine.gpu.peaks import fp16_tensor_rate
+from cuda_llm.engine.task.model import Tolerance
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
@@ -54,11 +54,11 @@ def test_harness_load_and_launch_parameter_counts():
     }
 
     def count_diff(a, b):
-        with mock.patch("engine.gpu.harness.np.zeros", return_value=[7]):
+        with mock.patch("cuda_llm.engine.gpu.harness.np.zeros", return_value=[7]):
             assert h.count_diff(a, b, 1.0) == 7  # the counter's value, as downloaded
 
     def compare(got):
-        with mock.patch("engine.gpu.harness.np.zeros", return_value=np.array([3, 1, 0, 2], dtype=np.uint64)):
+        with mock.patch("cuda_llm.engine.gpu.harness.np.zeros", return_value=np.array([3, 1, 0, 2], dtype=np.uint64)):
             result = h.compare(got, "float32", 100, got, None, Tolerance("abs", 1e-6, 0.0), 0.0, 1.0)
         assert (result.wrong, result.unwritten, result.nonfinite, result.worst_ratio) == (3, 1, 2, 0.0)
 

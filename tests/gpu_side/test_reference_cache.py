@@ -3,10 +3,10 @@ outputs stored as the comparisons read them; nothing a candidate could alter."""
 
 import numpy as np
 
-from engine.gpu.reference_cache import ReferenceCache
-from engine.judge.compare import output_rms
-from engine.task import TaskLibrary
-from engine.task.reference import case_seed
+from cuda_llm.engine.compare import output_rms
+from cuda_llm.engine.gpu.reference_cache import ReferenceCache
+from cuda_llm.engine.task import TaskLibrary
+from cuda_llm.engine.task.reference import case_seed
 
 
 def test_expected_outputs_are_float64_contiguous_read_only_and_reused():

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-from engine.gpu.telemetry import Nvml, is_own_process
+from cuda_llm.engine.gpu.telemetry import Nvml, is_own_process
 
 
 def test_is_own_process_follows_the_parent_chain():

@@ -7,9 +7,9 @@ import dataclasses
 
 from fakes.fake_gpu import FakeGpu, fake_environment
 
-from engine.judge.judgement import Candidate, Compiled
-from engine.settings import Settings
-from engine.task import TaskLibrary
+from cuda_llm.engine.judge.judgement import Candidate, Compiled
+from cuda_llm.engine.settings import Settings
+from cuda_llm.engine.task import TaskLibrary
 
 KERNEL = (
     'extern "C" __global__ void vadd_us{us}(const float* a, const float* b, float* c, int n)'

@@ -9,10 +9,10 @@ import traceback
 import pytest
 from llm_servers import UNRESOLVABLE_URL, LoopbackLLMServer, Reply
 
-from engine.llm.base import ModelError
-from engine.llm.ollama_provider import OllamaProvider
-from engine.llm.openai_provider import PLACEHOLDER_KEY, OpenAIProvider
-from engine.llm.retry import complete_with_retries
+from cuda_llm.engine.llm.base import ModelError
+from cuda_llm.engine.llm.ollama_provider import OllamaProvider
+from cuda_llm.engine.llm.openai_provider import PLACEHOLDER_KEY, OpenAIProvider
+from cuda_llm.engine.llm.retry import complete_with_retries
 
 from .wire import FAST, FAST_RETRY, KEY, PROMPT
 

@@ -7,11 +7,11 @@ import socket
 
 import pytest
 
-from engine.errors import UserError
-from engine.llm.base import ModelError, RetryPolicy
-from engine.llm.http_errors import DETAIL_CHARS, Server, display_url, is_dns_failure, retry_after_seconds
-from engine.llm.ollama_provider import ollama_url
-from engine.llm.retry import backoff_delay
+from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.llm.base import ModelError, RetryPolicy
+from cuda_llm.engine.llm.http_errors import DETAIL_CHARS, Server, display_url, is_dns_failure, retry_after_seconds
+from cuda_llm.engine.llm.ollama_provider import ollama_url
+from cuda_llm.engine.llm.retry import backoff_delay
 
 
 @pytest.mark.parametrize(

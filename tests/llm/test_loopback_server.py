@@ -11,7 +11,7 @@ import httpx
 import pytest
 from llm_servers import LoopbackLLMServer, RecordedRequest, Reply
 
-from engine.llm.base import ModelError
+from cuda_llm.engine.llm.base import ModelError
 
 from .wire import FAST, KEY, PROMPT, Wire
 

@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from engine.llm.base import GenerateOptions, Message, ModelError, RequestKey
-from engine.llm.manual_provider import ManualProvider, is_manual_spec
-from engine.llm.spec import parse_model_spec
+from cuda_llm.engine.llm.base import GenerateOptions, Message, ModelError, RequestKey
+from cuda_llm.engine.llm.manual_provider import ManualProvider, is_manual_spec
+from cuda_llm.engine.llm.spec import parse_model_spec
 
 PROMPT = [Message("user", "write a kernel")]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.llm.base import GenerateOptions, Message, ModelError, RequestKey
-from engine.llm.replay_provider import REPLAY_CHUNK_CHARS, ReplayProvider
-from engine.llm.retry import complete_with_retries
+from cuda_llm.engine.llm.base import GenerateOptions, Message, ModelError, RequestKey
+from cuda_llm.engine.llm.replay_provider import REPLAY_CHUNK_CHARS, ReplayProvider
+from cuda_llm.engine.llm.retry import complete_with_retries
 
 PROMPT = [Message("user", "anything: a replay ignores the prompt")]
 REPLY = "```cuda\n" + "x" * 300 + "\n```\n"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from engine.errors import UserError
-from engine.llm.base import RequestKey
-from engine.llm.ollama_provider import OllamaProvider
-from engine.llm.openai_provider import OpenAIProvider
-from engine.llm.replay_provider import ReplayProvider
-from engine.llm.spec import parse_model_spec
+from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.llm.base import RequestKey
+from cuda_llm.engine.llm.ollama_provider import OllamaProvider
+from cuda_llm.engine.llm.openai_provider import OpenAIProvider
+from cuda_llm.engine.llm.replay_provider import ReplayProvider
+from cuda_llm.engine.llm.spec import parse_model_spec
 
 
 async def test_ollama_model_keeps_its_tag() -> None:

@@ -10,8 +10,8 @@ import itertools
 import pytest
 from llm_servers import BIG_CHUNK_CHARS, Reply
 
-from engine.llm.base import GenerateOptions, ModelError, RequestKey
-from engine.llm.stream import MAX_CHARS_PER_TOKEN
+from cuda_llm.engine.llm.base import GenerateOptions, ModelError, RequestKey
+from cuda_llm.engine.llm.stream import MAX_CHARS_PER_TOKEN
 
 from .wire import FAST, KEY, MODEL, PROMPT, Wire
 

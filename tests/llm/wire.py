@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from llm_servers import LoopbackLLMServer
 
-from engine.llm.base import GenerateOptions, Message, ModelProvider, RequestKey, RetryPolicy
-from engine.llm.ollama_provider import OllamaProvider
-from engine.llm.openai_provider import OpenAIProvider
+from cuda_llm.engine.llm.base import GenerateOptions, Message, ModelProvider, RequestKey, RetryPolicy
+from cuda_llm.engine.llm.ollama_provider import OllamaProvider
+from cuda_llm.engine.llm.openai_provider import OpenAIProvider
 
 MODEL = "loop-model"
 KEY = RequestKey(round=1, attempt=0, slot=0)

@@ -5,15 +5,15 @@ import sqlite3
 
 import pytest
 
-from engine import serialize
-from engine.contract.plan import parse_plan
-from engine.fsr.settings import LoopSettings
-from engine.gpu.protocol import CaseReport, Timing, ValidationReport
-from engine.judge.compare import Mismatch
-from engine.judge.judgement import Candidate, Judgement
-from engine.llm.base import Completion, GenerateOptions, Message, RequestKey
-from engine.store.schema import MIGRATIONS, SCHEMA_VERSION
-from engine.store.sessions import SessionStore, StoreError
+from cuda_llm.engine import serialize
+from cuda_llm.engine.compare import Mismatch
+from cuda_llm.engine.contract.plan import parse_plan
+from cuda_llm.engine.gpu.protocol import CaseReport, Timing, ValidationReport
+from cuda_llm.engine.judge.judgement import Candidate, Judgement
+from cuda_llm.engine.llm.base import Completion, GenerateOptions, Message, RequestKey
+from cuda_llm.engine.settings import LoopSettings
+from cuda_llm.engine.store.schema import MIGRATIONS, SCHEMA_VERSION
+from cuda_llm.engine.store.sessions import SessionStore, StoreError
 
 PLAN = parse_plan({"launches": [{"kernel": "k", "grid": ["cdiv(n, 256)"], "block": [256], "args": ["x", "n"]}]})
 

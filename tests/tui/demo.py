@@ -11,16 +11,16 @@ import json
 from fakes.fake_gpu import FAKE_PEAKS_SLOW
 from scripted import BROKEN_KERNEL, GOOD_PLAN
 
-from engine.compile.result import CompileResult, Diagnostic, KernelResources
-from engine.contract.plan import parse_plan
-from engine.fsr import events as ev
-from engine.fsr.settings import LoopSettings
-from engine.gpu.protocol import CaseReport, Fault, LaunchResources, Timing, ValidationReport
-from engine.judge.compare import Mismatch
-from engine.judge.judgement import Candidate, Judgement, RoundTiming
-from engine.judge.metrics import figures
-from engine.llm.base import Completion, Message
-from engine.task import TaskLibrary
+from cuda_llm.engine.compare import Mismatch
+from cuda_llm.engine.compile.result import CompileResult, Diagnostic, KernelResources
+from cuda_llm.engine.contract.plan import parse_plan
+from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.gpu.protocol import CaseReport, Fault, LaunchResources, Timing, ValidationReport
+from cuda_llm.engine.judge.judgement import Candidate, Judgement, RoundTiming
+from cuda_llm.engine.judge.metrics import figures
+from cuda_llm.engine.llm.base import Completion, Message
+from cuda_llm.engine.settings import LoopSettings
+from cuda_llm.engine.task import TaskLibrary
 from tui.helpers import kernel, plan, reply_for
 
 SID = "7"

@@ -15,10 +15,10 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import DataTable, Log, OptionList, Static, TextArea, Tree
 
-from app.app import CudaLlmApp
-from app.options import Defaults
-from engine.fsr.settings import LoopSettings
-from engine.llm.base import GenerateOptions, RetryPolicy
+from cuda_llm.app.app import CudaLlmApp
+from cuda_llm.app.options import Defaults
+from cuda_llm.engine.llm.base import GenerateOptions, RetryPolicy
+from cuda_llm.engine.settings import LoopSettings
 
 # Retries and timeouts as in production, minus the seconds of waiting.
 FAST_LOOP = LoopSettings(

@@ -9,14 +9,14 @@ import pytest
 from fakes.fake_gpu import FakeGpu, fake_environment
 from textual.widgets import TabbedContent, TextArea
 
-from app.screens.modals import EditScreen
-from app.screens.run import RunScreen
-from app.screens.start import StartScreen
-from engine.fsr import events as ev
-from engine.fsr.control import Controller
-from engine.fsr.session import SessionOptions, open_session
-from engine.gpu.telemetry import TelemetrySample
-from engine.judge.judgement import Judgement
+from cuda_llm.app.screens.modals import EditScreen
+from cuda_llm.app.screens.run import RunScreen
+from cuda_llm.app.screens.start import StartScreen
+from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.fsr.control import Controller
+from cuda_llm.engine.fsr.session import SessionOptions, open_session
+from cuda_llm.engine.gpu.telemetry import TelemetrySample
+from cuda_llm.engine.judge.judgement import Judgement
 from tui.helpers import FAST_LOOP, by_request, make_app, screen_text, stalled, streamed, wait_for
 
 
@@ -135,7 +135,7 @@ async def test_telemetry_bar_shows_nvml_readings(tmp_path, refused_url):
 
 
 async def test_palette_offers_the_screen_actions_and_themes(tmp_path, refused_url):
-    from app.options import SessionRequest
+    from cuda_llm.app.options import SessionRequest
 
     app = make_app(tmp_path, refused_url)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -155,13 +155,13 @@ async def test_palette_offers_the_screen_actions_and_themes(tmp_path, refused_ur
 
 
 def _event(event):
-    from app.messages import EngineEvent
+    from cuda_llm.app.messages import EngineEvent
 
     return EngineEvent(event)
 
 
 async def test_layout_is_tabs_when_small_and_panes_when_large(tmp_path, refused_url):
-    from app.options import SessionRequest
+    from cuda_llm.app.options import SessionRequest
 
     app = make_app(tmp_path, refused_url)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -177,7 +177,7 @@ async def test_layout_is_tabs_when_small_and_panes_when_large(tmp_path, refused_
 
 
 async def test_pause_settings_and_auto_accept_between_rounds(tmp_path, llm_server):
-    from app.screens.modals import SettingsScreen
+    from cuda_llm.app.screens.modals import SettingsScreen
 
     llm_server.default = by_request({}, default=streamed("vadd_us40"))
     app = make_app(tmp_path, llm_server.url, task="vector_add", model="ollama:loop-model", candidates=1, rounds=2)
@@ -201,8 +201,8 @@ async def test_pause_settings_and_auto_accept_between_rounds(tmp_path, llm_serve
 
 
 def test_cuda_llm_run_opens_the_run_screen(monkeypatch, tmp_path):
-    from app.app import CudaLlmApp
-    from app.launcher import main
+    from cuda_llm.app.app import CudaLlmApp
+    from cuda_llm.app.launcher import main
 
     opened = {}
 
@@ -228,7 +228,7 @@ async def test_a_broken_config_is_one_line_and_the_defaults(tmp_path, refused_ur
 
 
 async def test_help_lists_every_key(tmp_path, refused_url):
-    from app.screens.modals import HelpScreen
+    from cuda_llm.app.screens.modals import HelpScreen
 
     app = make_app(tmp_path, refused_url)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -245,7 +245,7 @@ async def test_help_lists_every_key(tmp_path, refused_url):
     "process and machine", "Ctrl-C in the TUI", "clean stop: session 'stopped', database intact; resumes and finishes"
 )
 async def test_ctrl_c_stops_the_session_cleanly_and_it_resumes(tmp_path, llm_server, observed):
-    from engine.store.sessions import SessionStore
+    from cuda_llm.engine.store.sessions import SessionStore
 
     # Round 1 streams slowly, so Ctrl-C lands while a reply is in flight.
     llm_server.default = by_request({(1, 0, 0): stalled("vadd_us50", 1.0)}, default=streamed("vadd_us50"))

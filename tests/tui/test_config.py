@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tomllib
 
-from app.config import AppConfig, Endpoint, load_config, save_config, to_toml
+from cuda_llm.app.config import AppConfig, Endpoint, load_config, save_config, to_toml
 
 
 def test_round_trip_with_endpoints_and_awkward_strings(tmp_path):

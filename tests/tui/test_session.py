@@ -7,9 +7,9 @@ import tomllib
 
 from textual.widgets import OptionList, TabbedContent, TextArea, Tree
 
-from app.screens.modals import EditScreen, RejectScreen
-from app.screens.run import RunScreen
-from app.screens.start import StartScreen
+from cuda_llm.app.screens.modals import EditScreen, RejectScreen
+from cuda_llm.app.screens.run import RunScreen
+from cuda_llm.app.screens.start import StartScreen
 from tui.helpers import broken, by_request, make_app, screen_text, stalled, streamed, wait_for
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import pytest
 
-from app.app import CudaLlmApp
-from app.messages import EngineEvent, SessionOpened
-from app.options import Defaults, SessionRequest
-from app.screens.run import RunScreen
-from engine.fsr.session import SessionOptions
-from engine.task import TaskLibrary
-from engine.task.library import builtin_tasks_dir
+from cuda_llm.app.app import CudaLlmApp
+from cuda_llm.app.messages import EngineEvent, SessionOpened
+from cuda_llm.app.options import Defaults, SessionRequest
+from cuda_llm.app.screens.run import RunScreen
+from cuda_llm.engine.fsr.session import SessionOptions
+from cuda_llm.engine.task import TaskLibrary
+from cuda_llm.engine.task.library import builtin_tasks_dir
 from tui.demo import demo_events
 
 SIZES = [(80, 24), (160, 48)]

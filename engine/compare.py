@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.task.model import Tolerance
+from cuda_llm.engine.task.model import Tolerance
 
 # Integer outputs are poisoned with this value before a run; an element still holding it after the
 # run was never written. Float outputs are poisoned with NaN.
