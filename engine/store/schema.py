@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _V1 = """
 CREATE TABLE sessions (
@@ -69,6 +69,14 @@ ALTER TABLE sessions ADD COLUMN tokens_used INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX candidates_by_session ON candidates(session_id, round, attempt, slot);
 """
 
+# v3: what a session needs to be resumed and reproduced elsewhere: the model server it talked to
+# (an ollama host or an OpenAI-compatible base URL; never a key), and the environment it was judged
+# in (cuda-llm, NVRTC, driver, GPU and clocks) as JSON.
+_V3 = """
+ALTER TABLE sessions ADD COLUMN server TEXT;
+ALTER TABLE sessions ADD COLUMN environment_json TEXT;
+"""
+
 
 def _statements(script: str) -> Callable[[sqlite3.Connection], None]:
     # Statement by statement: executescript() would commit on its own, outside the migration's
@@ -84,4 +92,5 @@ def _statements(script: str) -> Callable[[sqlite3.Connection], None]:
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _statements(_V1),
     2: _statements(_V2),
+    3: _statements(_V3),
 }

@@ -13,7 +13,7 @@ import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,11 @@ class SessionRecord:
     tokens_used: int
     owner_pid: int | None
     owner_host: str | None
+    # The model server the session talked to (ollama host, OpenAI-compatible base URL), None for
+    # sessions recorded before it was kept and for providers with no server (replay, manual).
+    server: str | None = None
+    # Versions and device facts needed to reproduce the session's figures (JSON object).
+    environment: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -246,6 +251,8 @@ class SessionStore:
             tokens_used=row["tokens_used"],
             owner_pid=row["owner_pid"],
             owner_host=row["owner_host"],
+            server=row["server"],
+            environment=json.loads(row["environment_json"]) if row["environment_json"] else {},
         )
 
     def session(self, session_id: int) -> SessionRecord:
@@ -270,6 +277,8 @@ class SessionStore:
             "owner_host",
             "device",
             "arch",
+            "server",
+            "environment_json",
         }
         bad = set(fields) - allowed
         if bad:
