@@ -18,6 +18,7 @@ from scripted import chunked, reply
 from session_driver import cli, cli_env, labels, options, run_session
 
 from cuda_llm.engine.cli.main import main as cuda_llm
+from cuda_llm.engine.store.schema import SCHEMA_VERSION
 from cuda_llm.engine.store.sessions import SessionStore
 
 from .helpers import RoundWatcher, assert_kept, integrity, one_line, resume, session_row, short, snapshot
@@ -291,7 +292,7 @@ async def make_v1_database(tmp_path, server) -> Path:
     con = sqlite3.connect(db)
     try:
         con.execute("DROP INDEX candidates_by_session")
-        for column in ("owner_pid", "owner_host", "tokens_used"):
+        for column in ("owner_pid", "owner_host", "tokens_used", "server", "environment_json"):
             con.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
         con.execute("PRAGMA user_version = 1")
         con.commit()
@@ -316,7 +317,7 @@ async def test_older_schema_is_migrated(tmp_path, llm_server, observed):
         columns = {row[1] for row in con.execute("PRAGMA table_info(sessions)")}
     finally:
         con.close()
-    assert version == 2 and {"owner_pid", "owner_host", "tokens_used"} <= columns
+    assert version == SCHEMA_VERSION and {"owner_pid", "owner_host", "tokens_used", "server"} <= columns
     after = snapshot(db)
     assert_kept(before, after)
     assert set(after) == {"baseline", "r1-1", "r2-1"}
@@ -349,7 +350,7 @@ def test_newer_schema_is_refused(tmp_path, capsys, observed):
     con.close()
     before = digest(db)
     code, err, after = refused(capsys, db)
-    assert one_line(err) and "was written by a newer cuda-llm (schema 99; this one knows 2)" in err
+    assert one_line(err) and f"was written by a newer cuda-llm (schema 99; this one knows {SCHEMA_VERSION})" in err
     assert after == before, "the newer file is left exactly as it was"
     observed(f"exit {code}: {short(err, tmp_path)!r}; file unchanged")
 
