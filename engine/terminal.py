@@ -1,0 +1,27 @@
+"""Text from outside (model replies, compiler logs, server errors) made safe to show in a terminal.
+
+A reply can hold escape sequences. Printed raw, `ESC ] 0 ; ... BEL` retitles the window, `ESC [ 2 J`
+clears the screen, and a carriage return or cursor movement draws a forged verdict over the real one.
+Every control character except newline and tab is therefore shown as a visible escape instead (ESC
+becomes the four characters `\\x1b`): nothing a model writes can act on the terminal, and a person
+can still see that it was there. Unicode's bidirectional overrides get the same treatment, since they
+make source text read differently from what the compiler sees.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls but tab and newline; DEL; the C1 controls (0x9b is an 8-bit CSI on some terminals);
+# the bidirectional embeddings, overrides and isolates; the line and paragraph separators.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every character that could act on a terminal replaced by a visible escape."""
+    return _UNSAFE.sub(_visible, text)
