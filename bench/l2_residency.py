@@ -47,6 +47,32 @@ extern "C" __global__ void prefetch_evict_last(const float4* __restrict__ a, uns
     unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     if (i < n4) asm volatile("prefetch.global.L2::evict_last [%0];" :: "l"(a + i));
 }
+
+// Candidate flushes. The same read of twice the L2, its loads marked evict_last so that they compete
+// with a candidate's evict_last lines on equal terms; then its own lines demoted to normal again, so
+// they do not squat in the L2 the next kernel may legitimately use.
+extern "C" __global__ void flush_evict_last(const float4* __restrict__ buf, unsigned long long n4, float* sink)
+{
+    unsigned long long policy;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    float acc = 0.0f;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n4;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        float x, y, z, w;
+        asm volatile("ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+                     : "=f"(x), "=f"(y), "=f"(z), "=f"(w) : "l"(buf + i), "l"(policy));
+        acc += x + y + z + w;
+    }
+    if (acc == 123.456f) *sink = acc;
+}
+
+extern "C" __global__ void demote(const char* __restrict__ buf, unsigned long long lines)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < lines;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        asm volatile("applypriority.global.L2::evict_normal [%0], 128;" :: "l"(buf + i * 128));
+    }
+}
 """
 TRICKS = ("read_policy", "prefetch_evict_last")
 
@@ -82,11 +108,31 @@ def main() -> int:
     def launch(name: str) -> None:
         ctx.launch(ctx.function(module, name), grid, block, 0, params)
 
+    fb = harness.flush_buffer
+    fb_params = pack_params([("ptr", fb.ptr), ("uint64", fb.nbytes // 16), ("ptr", harness.sink.ptr)])
+    demote_params = pack_params([("ptr", fb.ptr), ("uint64", fb.nbytes // 128)])
+    flush_grid = (4 * info.sm_count, 1, 1)
+
+    def flush_evict_last() -> None:
+        ctx.launch(ctx.function(module, "flush_evict_last"), flush_grid, (512, 1, 1), 0, fb_params)
+        ctx.launch(ctx.function(module, "demote"), flush_grid, (512, 1, 1), 0, demote_params)
+
+    def flush_reset() -> None:
+        check(cu.cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache")
+        harness.flush_l2()
+
+    flushes = {
+        "read (ldcg)": harness.flush_l2,
+        "reset + read": flush_reset,
+        "evict_last read + demote": flush_evict_last,
+    }
+    current = {"flush": harness.flush_l2}
+
     def sample(prime: str | None, flush: bool, timed: str = "read_plain") -> float:
         if prime:
             launch(prime)
         if flush:
-            harness.flush_l2()
+            current["flush"]()
         harness.delay_us(50)
         ctx.record(ev0)
         launch(timed)
@@ -105,14 +151,19 @@ def main() -> int:
     print(f"buffer {args.mib} MiB read; DRAM floor {nbytes / info.spec_bandwidth * 1e6:.1f} us at the physical limit")
     for limit in (0, max_persist):
         check(cu.cuCtxSetLimit(limit_attr, limit), "cuCtxSetLimit")
-        cold = median(None, flush=True)
-        hot = median(None, flush=False)
-        print(f"persisting-L2 limit {limit >> 20} MiB: cold {cold:.2f} us, hot (no flush) {hot:.2f} us")
-        for trick in TRICKS:
-            timed = trick if trick.startswith("read") else "read_plain"
-            t = median(trick, flush=True, timed=timed)
-            print(f"    primed by {trick:20s} then flushed: {t:.2f} us ({t / cold:.0%} of cold)")
-        check(cu.cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache")
+        for flush_name, flush_fn in flushes.items():
+            current["flush"] = flush_fn
+            cold = median(None, flush=True)
+            hot = median(None, flush=False)
+            print(
+                f"persisting-L2 limit {limit >> 20} MiB, flush {flush_name}: cold {cold:.2f} us, "
+                f"hot (no flush) {hot:.2f} us"
+            )
+            for trick in TRICKS:
+                timed = trick if trick.startswith("read") else "read_plain"
+                t = median(trick, flush=True, timed=timed)
+                print(f"    primed by {trick:20s} then flushed: {t:.2f} us ({t / cold:.0%} of cold)")
+            check(cu.cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache")
     check(cu.cuCtxSetLimit(limit_attr, 0), "cuCtxSetLimit")
     ctx.free(buf)
     ctx.unload_module(module)

@@ -35,6 +35,7 @@ TASK_OF = {
     "matrix_transpose_tiled": "matrix_transpose",
     "softmax_block_row": "softmax",
     "matmul_tiled64": "matmul",
+    "matmul_tiled128": "matmul",
 }
 
 
