@@ -26,7 +26,7 @@ from cuda_llm.engine.fsr.prompt import PromptBuilder, Rejection
 from cuda_llm.engine.gpu.protocol import Timing
 from cuda_llm.engine.judge.judge import Judge
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Candidate, Compiled, Judgement
-from cuda_llm.engine.judge.metrics import figures
+from cuda_llm.engine.judge.metrics import ROOFLINE_NAME, figures
 from cuda_llm.engine.llm.base import Message, ModelError, ModelProvider, RequestKey
 from cuda_llm.engine.llm.retry import complete_with_retries
 from cuda_llm.engine.settings import LoopSettings
@@ -188,7 +188,7 @@ class FsrLoop:
         s = self.settings
         fig = state.best.figures
         if s.target_roofline and fig and fig.roofline_share >= s.target_roofline and not fig.suspect:
-            return f"the best reached {fig.roofline_pct:.0f}% of the roofline (target {s.target_roofline:.0%})"
+            return f"the best reached {fig.roofline_pct:.0f}% of {ROOFLINE_NAME} (target {s.target_roofline:.0%})"
         if s.patience and state.no_gain >= s.patience:
             return f"{state.no_gain} rounds without a new best"
         if s.token_budget and state.tokens >= s.token_budget:
@@ -433,7 +433,13 @@ class FsrLoop:
         timing = await self.judge.profile(entries, anchor)
         if anchor is None and timing.baseline is not None:
             fig = (
-                figures(self.judge.task, timing.baseline, self.judge.peaks, timing.baseline)
+                figures(
+                    self.judge.task,
+                    timing.baseline,
+                    self.judge.peaks,
+                    timing.baseline,
+                    self.judge.settings.profile.suspect_physical_share,
+                )
                 if self.judge.peaks
                 else None
             )

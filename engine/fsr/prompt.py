@@ -16,6 +16,7 @@ from string import Template
 
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks
 from cuda_llm.engine.judge.judgement import Judgement
+from cuda_llm.engine.judge.metrics import ROOFLINE_NAME
 from cuda_llm.engine.llm.base import Message
 from cuda_llm.engine.task.model import Task
 
@@ -181,9 +182,14 @@ class PromptBuilder:
             }
         p = self.peaks
         if p is not None:
-            bandwidth = f"memory bandwidth: {p.bandwidth / 1e12:.2f} TB/s measured on this GPU (the roofline's 100%)"
+            bandwidth = (
+                f"memory bandwidth: {p.bandwidth / 1e12:.2f} TB/s achievable (the fastest of our streaming "
+                f"probes on this GPU: {ROOFLINE_NAME}'s 100%), {p.bandwidth_physical / 1e12:.2f} TB/s physical "
+                "(memory clock x bus width)"
+            )
             compute = (
-                f"fp32: {p.fp32_flops / 1e12:.1f} TFLOP/s measured (FMA); "
+                f"fp32: {p.fp32_flops / 1e12:.1f} TFLOP/s achievable (FMA kernel), "
+                f"{p.fp32_physical / 1e12:.1f} physical; "
                 f"fp16 tensor cores: {p.fp16_tensor_flops / 1e12:.0f} TFLOP/s (datasheet)"
             )
         elif d is not None:
@@ -302,7 +308,7 @@ class PromptBuilder:
             if fig.gflops:
                 parts.append(f"{fig.gflops:.0f} GFLOP/s")
             if fig.floor_us:
-                parts.append(f"{fig.roofline_pct:.0f}% of the roofline floor ({fig.bound}-bound)")
+                parts.append(f"{fig.roofline_pct:.0f}% of {ROOFLINE_NAME} ({fig.bound}-bound)")
             if fig.speedup is not None:
                 parts.append(f"{fig.speedup:.2f}x the baseline")
             figures = ", ".join(parts)

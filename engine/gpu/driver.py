@@ -306,6 +306,12 @@ class Context:
     def synchronize(self) -> None:
         check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
 
+    def reset_persisting_l2(self) -> None:
+        """Return every persisting L2 line to normal status (takes effect at once: the caller makes
+        sure no kernel is running). GPUs without a persisting L2 refuse it; there is nothing to do."""
+        with contextlib.suppress(CudaError):
+            check(cu.cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache")
+
 
 def pack_params(values: list[tuple[str, int | float]]) -> Any:
     """Kernel parameters as cuLaunchKernel takes them: a (values, ctypes types) pair."""

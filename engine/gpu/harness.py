@@ -30,17 +30,43 @@ extern "C" __global__ void harness_scrub_shared(unsigned int pattern, unsigned i
 }
 
 // Read a buffer larger than the L2 so that none of the kernel-under-test's data stays cached.
-// Reading (not writing) leaves only clean lines behind: no write-back lands in the timed region.
+// Reading (not writing) leaves only clean lines behind: no write-back lands in the timed region
+// (a write flush, as triton's do_bench does, adds 5-10 us of write-back to the next kernel: python
+// -m bench.timing_methods). The loads carry an evict_last policy so that they also displace lines a
+// kernel marked evict_last to make them outlive a flush (a plain read left 7% of such a gain on an
+// H100: python -m bench.l2_residency); harness_demote_l2 then returns the flush buffer's own lines
+// to normal priority, so they do not squat in the L2 the next kernel may legitimately use.
 extern "C" __global__ void harness_flush_l2(const float4* __restrict__ buf, unsigned long long n4,
                                             float* sink)
 {
     float acc = 0.0f;
+#if __CUDA_ARCH__ >= 800
+    unsigned long long policy;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+#endif
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n4;
          i += (unsigned long long)gridDim.x * blockDim.x) {
+#if __CUDA_ARCH__ >= 800
+        float x, y, z, w;
+        asm volatile("ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+                     : "=f"(x), "=f"(y), "=f"(z), "=f"(w) : "l"(buf + i), "l"(policy));
+        acc += x + y + z + w;
+#else
         float4 v = __ldcg(buf + i);
         acc += v.x + v.y + v.z + v.w;
+#endif
     }
     if (acc == 123.456f) { *sink = acc; }  // never true for the zero-filled buffer; keeps the loads
+}
+
+extern "C" __global__ void harness_demote_l2(const char* __restrict__ buf, unsigned long long lines)
+{
+#if __CUDA_ARCH__ >= 800
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < lines;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        asm volatile("applypriority.global.L2::evict_normal [%0], 128;" :: "l"(buf + i * 128));
+    }
+#endif
 }
 
 // Keep the GPU busy for `ns` nanoseconds. Enqueued just before a timed region, it hides the host's
@@ -55,10 +81,12 @@ extern "C" __global__ void harness_delay(unsigned long long ns)
     } while (now - start < ns);
 }
 
-// Bandwidth probes with 16-byte accesses, one vector per thread over a grid that covers the buffer
-// (on an H200 this beats grid-stride loops). Which access mix reaches the highest DRAM throughput
-// differs by GPU, so the peak is the best of a copy (1 read, 1 write), a triad (2 reads, 1 write)
-// and a read-only pass.
+// Bandwidth probes with 16-byte accesses, one vector per thread over a grid that covers the buffer.
+// Measured on an H100 and an H200 (python -m bench.bandwidth_probes) against variants with 2-8
+// vectors in flight per thread, streaming cache hints and grid-stride loops: one vector per thread
+// was as fast as any, within 0.5%. Which access mix reaches the highest DRAM throughput differs by
+// GPU and by buffer size, so the achievable ceiling is the best of a copy (1 read, 1 write), a triad
+// (2 reads, 1 write: a vector add), a read-only and a write-only pass, each at two sizes.
 extern "C" __global__ void harness_copy(const float4* __restrict__ src, float4* __restrict__ dst,
                                         unsigned long long n4)
 {
@@ -84,6 +112,14 @@ extern "C" __global__ void harness_read(const float4* __restrict__ a, unsigned l
     if (i < n4) {
         float4 v = a[i];
         if (v.x + v.y + v.z + v.w == 123.456f) { *sink = v.x; }  // never true: keeps the load
+    }
+}
+
+extern "C" __global__ void harness_write(float4* __restrict__ dst, unsigned long long n4)
+{
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    if (i < n4) {
+        dst[i] = make_float4(1.0f, 1.0f, 1.0f, 1.0f);
     }
 }
 
@@ -251,11 +287,13 @@ class Harness:
     module: Any
     scrub: Any
     flush: Any
+    demote: Any
     copy: Any
     fma: Any
     delay: Any
     triad: Any
     read: Any
+    write: Any
     diff: Any
     compare_fns: dict[str, Any]  # output dtype -> harness_compare_<dtype>
     flush_buffer: DeviceBuffer
@@ -281,11 +319,13 @@ class Harness:
             module=module,
             scrub=fn("harness_scrub_shared"),
             flush=fn("harness_flush_l2"),
+            demote=fn("harness_demote_l2"),
             copy=fn("harness_copy"),
             fma=fn("harness_fma"),
             delay=fn("harness_delay"),
             triad=fn("harness_triad"),
             read=fn("harness_read"),
+            write=fn("harness_write"),
             diff=fn("harness_count_diff"),
             compare_fns={dtype: fn(f"harness_compare_{dtype}") for dtype in COMPARE_DTYPES},
             flush_buffer=flush_buffer,
@@ -304,9 +344,14 @@ class Harness:
         self.ctx.launch(self.scrub, (2 * self.sm_count, 1, 1), (1024, 1, 1), self.shared_optin, params)
 
     def flush_l2(self) -> None:
-        n4 = self.flush_buffer.nbytes // 16
-        params = pack_params([("ptr", self.flush_buffer.ptr), ("uint64", n4), ("ptr", self.sink.ptr)])
-        self.ctx.launch(self.flush, (4 * self.sm_count, 1, 1), (512, 1, 1), 0, params)
+        """Leave nothing of the last kernel's data in the L2: persisting lines back to normal, a read
+        of the flush buffer that displaces normal and evict_last lines alike, its own lines demoted."""
+        self.ctx.reset_persisting_l2()
+        buf = self.flush_buffer
+        grid, block = (4 * self.sm_count, 1, 1), (512, 1, 1)
+        read = pack_params([("ptr", buf.ptr), ("uint64", buf.nbytes // 16), ("ptr", self.sink.ptr)])
+        self.ctx.launch(self.flush, grid, block, 0, read)
+        self.ctx.launch(self.demote, grid, block, 0, pack_params([("ptr", buf.ptr), ("uint64", buf.nbytes // 128)]))
 
     def count_diff(self, a: DeviceBuffer, b: DeviceBuffer, timeout_s: float) -> int:
         """Bytes in which two device buffers differ (over the shorter length); waits for the answer."""
@@ -363,25 +408,25 @@ class Harness:
     def delay_us(self, us: float) -> None:
         self.ctx.launch(self.delay, (1, 1, 1), (1, 1, 1), 0, pack_params([("uint64", int(us * 1000))]))
 
-    _PROBE_THREADS = 256
+    def _probe(self, func: Any, buffers: tuple[DeviceBuffer, ...], threads: int, sink: bool = False) -> None:
+        """One bandwidth probe pass: a float4 per thread over the shortest of `buffers`."""
+        n4 = min(b.nbytes for b in buffers) // 16
+        values = [("ptr", b.ptr) for b in buffers] + [("uint64", n4)]
+        if sink:
+            values.append(("ptr", self.sink.ptr))
+        self.ctx.launch(func, (max(1, -(-n4 // threads)), 1, 1), (threads, 1, 1), 0, pack_params(values))
 
-    def _probe_grid(self, n4: int) -> tuple[int, int, int]:
-        return (max(1, -(-n4 // self._PROBE_THREADS)), 1, 1)
+    def copy_launch(self, src: DeviceBuffer, dst: DeviceBuffer, threads: int = 256) -> None:
+        self._probe(self.copy, (src, dst), threads)
 
-    def copy_launch(self, src: DeviceBuffer, dst: DeviceBuffer) -> None:
-        n4 = min(src.nbytes, dst.nbytes) // 16
-        params = pack_params([("ptr", src.ptr), ("ptr", dst.ptr), ("uint64", n4)])
-        self.ctx.launch(self.copy, self._probe_grid(n4), (self._PROBE_THREADS, 1, 1), 0, params)
+    def triad_launch(self, a: DeviceBuffer, b: DeviceBuffer, c: DeviceBuffer, threads: int = 256) -> None:
+        self._probe(self.triad, (a, b, c), threads)
 
-    def triad_launch(self, a: DeviceBuffer, b: DeviceBuffer, c: DeviceBuffer) -> None:
-        n4 = min(a.nbytes, b.nbytes, c.nbytes) // 16
-        params = pack_params([("ptr", a.ptr), ("ptr", b.ptr), ("ptr", c.ptr), ("uint64", n4)])
-        self.ctx.launch(self.triad, self._probe_grid(n4), (self._PROBE_THREADS, 1, 1), 0, params)
+    def read_launch(self, buf: DeviceBuffer, threads: int = 256) -> None:
+        self._probe(self.read, (buf,), threads, sink=True)
 
-    def read_launch(self, buf: DeviceBuffer) -> None:
-        n4 = buf.nbytes // 16
-        params = pack_params([("ptr", buf.ptr), ("uint64", n4), ("ptr", self.sink.ptr)])
-        self.ctx.launch(self.read, self._probe_grid(n4), (self._PROBE_THREADS, 1, 1), 0, params)
+    def write_launch(self, buf: DeviceBuffer, threads: int = 256) -> None:
+        self._probe(self.write, (buf,), threads)
 
     def fma_launch(self, iters: int, blocks: int, threads: int) -> None:
         params = pack_params([("ptr", self.sink.ptr), ("int32", iters), ("float32", 0.999999), ("float32", 1e-7)])

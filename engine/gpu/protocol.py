@@ -51,14 +51,21 @@ class DeviceInfo:
 
 @dataclass(frozen=True)
 class Peaks:
-    """Ceilings measured once per GPU (and cached): the roofline's 100%."""
+    """The roofline's two ceilings on one GPU.
+
+    Achievable: what our own probes reached on this GPU (measured once and cached), the 100% of every
+    roofline share we show. Physical: what the hardware allows at all, from the device's clocks and
+    widths; a time under the physical floor cannot be honest and is what makes a figure "suspect".
+    """
 
     gpu_uuid: str
-    bandwidth: float  # bytes/s, a large device-to-device copy counting read + write
-    fp32_flops: float  # flop/s, an FMA-bound kernel
-    fp16_tensor_flops: float  # flop/s, from the datasheet rate per SM and clock (not measured)
+    bandwidth: float  # achievable bytes/s: the fastest streaming probe (copy, triad, read or write)
+    fp32_flops: float  # achievable flop/s: an FMA-bound kernel
+    fp16_tensor_flops: float  # flop/s from the datasheet rate per SM and clock (not measured: also physical)
     method: str  # how they were obtained, shown next to every roofline share
     measured_at: str
+    bandwidth_physical: float  # bytes/s: memory clock x bus width x 2 (DDR)
+    fp32_physical: float  # flop/s: SMs x FP32 lanes per SM x 2 (an FMA) x maximum SM clock
 
 
 @dataclass(frozen=True)

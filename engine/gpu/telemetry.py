@@ -111,6 +111,14 @@ class Nvml:
     def sm_clock(self) -> int | None:
         return _safe(lambda: self._n.nvmlDeviceGetClockInfo(self._h, self._n.NVML_CLOCK_SM))
 
+    def max_memory_clock(self) -> int | None:
+        """MHz; with the bus width, the DRAM's physical bandwidth."""
+        return _safe(lambda: self._n.nvmlDeviceGetMaxClockInfo(self._h, self._n.NVML_CLOCK_MEM))
+
+    def memory_bus_width(self) -> int | None:
+        """Bits."""
+        return _safe(lambda: self._n.nvmlDeviceGetMemoryBusWidth(self._h))
+
     def throttle_reasons(self) -> int | None:
         n = self._n
         getter = getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(

@@ -111,6 +111,12 @@ class WorkerState:
         )
         self.refs = ReferenceCache(pinner=ctx)
         self.nvml = Nvml.open(self.info.pci_bus_id, device_index)
+        # The physical DRAM limit: NVML's maximum memory clock and bus width where NVML answers
+        # (CUDA 13 deprecates the driver's memory-clock attribute), else the driver's figures.
+        mem_clock = self.nvml.max_memory_clock() if self.nvml else None
+        bus_bits = self.nvml.memory_bus_width() if self.nvml else None
+        if mem_clock and bus_bits:
+            self.info = dataclasses.replace(self.info, memory_clock_mhz=mem_clock, memory_bus_bits=bus_bits)
         self._tasks: dict[str, Any] = {}
         self._profiler = None
 

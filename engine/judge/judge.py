@@ -29,7 +29,7 @@ from cuda_llm.engine.judge.judgement import (
     RoundTiming,
     Status,
 )
-from cuda_llm.engine.judge.metrics import Figures, figures
+from cuda_llm.engine.judge.metrics import ROOFLINE_NAME, Figures, figures
 from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task.model import Task
 
@@ -180,7 +180,7 @@ class Judge:
         rt = await self.profile([])
         if rt.baseline is None:
             return verdict
-        fig = figures(self.task, rt.baseline, self.peaks, rt.baseline, self.settings.profile.suspect_roofline_share)
+        fig = figures(self.task, rt.baseline, self.peaks, rt.baseline, self.settings.profile.suspect_physical_share)
         return dataclasses.replace(
             verdict, timing=rt.baseline, figures=fig, message=describe_timing(fig), device=rt.device
         )
@@ -267,7 +267,7 @@ class Judge:
         if t is None or t.fault is not None:
             msg = t.fault.message if t and t.fault else "no timing"
             return dataclasses.replace(j, status="launch_error", message=f"timing failed: {msg}")
-        fig = figures(self.task, t, self.peaks, base_t, self.settings.profile.suspect_roofline_share)
+        fig = figures(self.task, t, self.peaks, base_t, self.settings.profile.suspect_physical_share)
         status: Status = j.status if j.status != "suspect" else "correct"
         warnings = tuple(w for w in j.warnings if not w.startswith("measured "))
         if t.state_check:
@@ -298,5 +298,7 @@ def describe_timing(fig: Figures) -> str:
     if fig.speedup is not None:
         parts.append(f"{fig.speedup:.2f}x the baseline")
     if fig.floor_us:
-        parts.append(f"{fig.roofline_pct:.0f}% of the roofline ({fig.bound}-bound)")
+        parts.append(f"{fig.roofline_pct:.0f}% of {ROOFLINE_NAME} ({fig.bound}-bound)")
+    if fig.physical_floor_us:
+        parts.append(f"{fig.physical_pct:.0f}% of the physical limit")
     return ", ".join(parts)

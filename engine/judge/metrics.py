@@ -1,7 +1,10 @@
-"""Derived figures: achieved bandwidth and FLOP rate, the roofline floor and its share, speedup.
+"""Derived figures: achieved bandwidth and FLOP rate, the roofline floors and shares, speedup.
 
-Pure arithmetic on a task, its timing size, the measured peaks and a timing. A share of the floor
-above 100% is physically impossible: it is flagged as suspect, never celebrated.
+Pure arithmetic on a task, its timing size, the GPU's ceilings and a timing. Two floors: the
+achievable one (our probes' measured ceilings; every "% of the roofline" we show is against it,
+named so) and the physical one (what the hardware allows at all). A kernel can beat our probes
+honestly; it cannot beat the physical floor, so a time under that is flagged as suspect, never
+celebrated.
 """
 
 from __future__ import annotations
@@ -10,6 +13,9 @@ from dataclasses import dataclass
 
 from cuda_llm.engine.gpu.protocol import Peaks, Timing
 from cuda_llm.engine.task.model import Task
+
+# How every roofline share is named where it is shown, so a reader knows which ceiling it is against.
+ROOFLINE_NAME = "the achievable roofline"
 
 
 @dataclass(frozen=True)
@@ -20,18 +26,25 @@ class Figures:
     flops: int
     gbps: float  # achieved GB/s over the task's minimal bytes
     gflops: float
-    floor_us: float  # max(bytes / bandwidth, flops / peak of the unit the task may use)
+    floor_us: float  # achievable: max(bytes / probed bandwidth, flops / probed peak of the unit)
     bound: str  # "memory" or "compute": which term sets the floor
-    roofline_share: float  # floor / measured time (1.0 = at the roofline)
+    roofline_share: float  # achievable floor / measured time (1.0 = at our probes' ceiling)
     speedup: float | None  # baseline median / this median
     suspect: str | None  # why the figure cannot be trusted, if it cannot
+    physical_floor_us: float = 0.0  # max(bytes / physical bandwidth, flops / physical peak)
+    physical_share: float = 0.0  # physical floor / measured time (cannot honestly exceed 1)
 
     @property
     def roofline_pct(self) -> float:
         return 100.0 * self.roofline_share
 
+    @property
+    def physical_pct(self) -> float:
+        return 100.0 * self.physical_share
+
 
 def peak_flops(task: Task, peaks: Peaks) -> float | None:
+    """The achievable rate of the unit the task may use."""
     if task.roofline.peak == "fp32":
         return peaks.fp32_flops
     if task.roofline.peak == "fp16_tensor":
@@ -39,21 +52,38 @@ def peak_flops(task: Task, peaks: Peaks) -> float | None:
     return None
 
 
+def physical_flops(task: Task, peaks: Peaks) -> float | None:
+    if task.roofline.peak == "fp32":
+        return peaks.fp32_physical
+    if task.roofline.peak == "fp16_tensor":
+        return peaks.fp16_tensor_flops  # a datasheet rate: physical already
+    return None
+
+
+def _floor(nbytes: int, flops: int, bandwidth: float, peak: float | None) -> tuple[float, str]:
+    mem = nbytes / bandwidth
+    comp = flops / peak if peak else 0.0
+    return max(mem, comp), "compute" if comp > mem else "memory"
+
+
 def figures(
     task: Task, timing: Timing, peaks: Peaks | None, baseline: Timing | None, suspect_share: float = 1.0
 ) -> Figures:
+    """`suspect_share`: the share of the PHYSICAL floor beyond which a time cannot be honest."""
     nbytes, flops = task.bytes_and_flops(task.timing)
     t = timing.median_us * 1e-6
-    mem_floor = nbytes / peaks.bandwidth if peaks else 0.0
-    pf = peak_flops(task, peaks) if peaks else None
-    compute_floor = flops / pf if pf else 0.0
-    floor = max(mem_floor, compute_floor)
+    floor, bound, physical = 0.0, "memory", 0.0
+    if peaks:
+        floor, bound = _floor(nbytes, flops, peaks.bandwidth, peak_flops(task, peaks))
+        physical, _ = _floor(nbytes, flops, peaks.bandwidth_physical, physical_flops(task, peaks))
     share = floor / t if t > 0 else 0.0
+    physical_share = physical / t if t > 0 else 0.0
     suspect = None
-    if peaks and share > suspect_share:
+    if peaks and physical_share > suspect_share:
         suspect = (
-            f"measured {timing.median_us:.1f} us is below the roofline floor of {floor * 1e6:.1f} us "
-            f"({share:.0%} of the floor): a measurement error or a kernel that skips work"
+            f"measured {timing.median_us:.1f} us is below the physical floor of {physical * 1e6:.1f} us "
+            f"({physical_share:.0%} of what the hardware can do at all): a measurement error or a kernel "
+            "that skips work"
         )
     return Figures(
         median_us=timing.median_us,
@@ -63,8 +93,10 @@ def figures(
         gbps=nbytes / t / 1e9 if t > 0 else 0.0,
         gflops=flops / t / 1e9 if t > 0 else 0.0,
         floor_us=floor * 1e6,
-        bound="compute" if compute_floor > mem_floor else "memory",
+        bound=bound,
         roofline_share=share,
         speedup=(baseline.median_us / timing.median_us) if baseline and timing.median_us > 0 else None,
         suspect=suspect,
+        physical_floor_us=physical * 1e6,
+        physical_share=physical_share,
     )

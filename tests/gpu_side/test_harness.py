@@ -21,8 +21,11 @@ def test_harness_kernels_compile(arch):
     assert {
         "harness_scrub_shared",
         "harness_flush_l2",
+        "harness_demote_l2",
         "harness_copy",
         "harness_triad",
+        "harness_read",
+        "harness_write",
         "harness_fma",
         "harness_delay",
         "harness_count_diff",
@@ -30,6 +33,8 @@ def test_harness_kernels_compile(arch):
     # Parameter counts the Python side packs must match the kernels' signatures.
     assert len(result.ptx_entries["harness_scrub_shared"]) == 2
     assert len(result.ptx_entries["harness_flush_l2"]) == 3
+    assert len(result.ptx_entries["harness_demote_l2"]) == 2
+    assert len(result.ptx_entries["harness_write"]) == 2
     assert len(result.ptx_entries["harness_triad"]) == 4
     assert len(result.ptx_entries["harness_fma"]) == 4
     assert len(result.ptx_entries["harness_delay"]) == 1
@@ -45,12 +50,13 @@ def test_harness_load_and_launch_parameter_counts():
     ctx.set_max_dynamic_shared.assert_called_once_with(h.scrub, 232448)
     calls = {
         "scrub": (h.scrub_shared, (0x1234,), 2),
-        "flush": (h.flush_l2, (), 3),
+        "flush": (h.flush_l2, (), 2),  # its last launch: the demotion of the flush buffer's lines
         "delay": (h.delay_us, (10.0,), 1),
         "fma": (h.fma_launch, (16, 8, 256), 4),
         "copy": (h.copy_launch, (mock.MagicMock(ptr=1, nbytes=1 << 20), mock.MagicMock(ptr=2, nbytes=1 << 20)), 3),
         "triad": (h.triad_launch, tuple(mock.MagicMock(ptr=p, nbytes=1 << 20) for p in (1, 2, 3)), 4),
         "read": (h.read_launch, (mock.MagicMock(ptr=1, nbytes=1 << 20),), 3),
+        "write": (h.write_launch, (mock.MagicMock(ptr=1, nbytes=1 << 20),), 2),
     }
 
     def count_diff(a, b):
@@ -71,8 +77,24 @@ def test_harness_load_and_launch_parameter_counts():
         values, types = params
         assert len(values) == len(types) == nparams, name
         assert all(g >= 1 for g in grid) and all(b >= 1 for b in block), name
-        if name in ("copy", "triad", "read"):  # one float4 per thread: the grid covers the buffer
+        if name in ("copy", "triad", "read", "write"):  # one float4 per thread: the grid covers the buffer
             assert grid[0] * block[0] * 16 >= 1 << 20, name
+
+
+def test_the_flush_resets_persisting_lines_then_reads_then_demotes():
+    """The order matters: persisting lines back to normal first, so the read displaces them; the
+    flush buffer's own evict_last lines demoted last, so they leave the L2 to the next kernel."""
+    ctx = mock.MagicMock()
+    ctx.alloc.side_effect = lambda n: mock.MagicMock(ptr=0x1000, nbytes=n)
+    h = Harness.load(ctx, b"cubin", l2_bytes=50 << 20, flush_factor=2, sm_count=132, shared_optin=232448)
+    ctx.reset_mock()
+    h.flush_l2()
+    calls = [c for c in ctx.mock_calls if c[0] in ("reset_persisting_l2", "launch")]
+    assert [c[0] for c in calls] == ["reset_persisting_l2", "launch", "launch"]
+    assert calls[1].args[0] is h.flush and calls[2].args[0] is h.demote
+    (_, n4, _), _ = calls[1].args[4]
+    (_, lines), _ = calls[2].args[4]
+    assert n4 * 16 == lines * 128 == 100 << 20, "both passes cover the whole flush buffer (2x the L2)"
 
 
 def test_fp16_tensor_rate_from_the_datasheet():
