@@ -100,6 +100,12 @@ class ProfileSettings:
     # A sample taken while the SM clock is under this share of its maximum is discarded
     # (nvbench's rule): it measures the power manager, not the kernel.
     throttle_clock_fraction: float = 0.75
+    # A profile is reported as two levels when its sorted samples have a gap of at least this share
+    # of the faster level (wider than 2x either level's own IQR), with this share of the samples on
+    # each side: a 2% step is far above the 0.1-0.5% spread of a steady program, and a level holding
+    # a fifth of the samples is no outlier.
+    level_gap: float = 0.02
+    level_min_share: float = 0.2
     # A time under the physical floor (memory clock x bus width; SMs x lanes x clock) cannot be
     # honest: beyond this share of it a figure is flagged as suspect, never celebrated. Not 1.0:
     # the events around a 100 us plan resolve to about 0.5 us and the clocks the limit is computed

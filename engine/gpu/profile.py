@@ -20,6 +20,7 @@ import numpy as np
 from cuda_llm.engine.gpu.device_compare import compare_on_device
 from cuda_llm.engine.gpu.driver import Context, CudaError, is_fatal
 from cuda_llm.engine.gpu.harness import Harness
+from cuda_llm.engine.gpu.levels import split_levels
 from cuda_llm.engine.gpu.phases import PhaseClock
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Fault, ProfileReport, Timing
 from cuda_llm.engine.gpu.reference_cache import ReferenceCache
@@ -57,7 +58,7 @@ class _Entry:
     turn: int = 0  # runs so far: which placement the next one uses
     replays: int = 1  # K plan runs per sample in graph mode (at least 2); 1 in events mode
     samples: list[float] = field(default_factory=list)
-    clocks: list[float] = field(default_factory=list)
+    clocks: list[float | None] = field(default_factory=list)  # NVML's SM clock after each kept sample
     discarded: int = 0
     gpu_s: float = 0.0
     done: bool = False
@@ -213,8 +214,7 @@ class Profiler:
                     e.discarded += 1
                 else:
                     e.samples.append(ms * 1000 / e.replays)
-                    if clock is not None:
-                        e.clocks.append(clock)
+                    e.clocks.append(clock)
                 n = len(e.samples)
                 # The spread may stop it only after whole turns, so every placement weighs the same.
                 whole_turns = (n + e.discarded) % len(e.placements) == 0
@@ -386,10 +386,11 @@ class Profiler:
                         discarded=e.discarded,
                         mode="graph" if e.graphed else "events",
                         replays=e.replays,
-                        sm_clock_mhz=float(np.median(e.clocks)) if e.clocks else None,
+                        sm_clock_mhz=float(np.median(known)) if (known := [c for c in e.clocks if c]) else None,
                         state_check=e.state_check,
                         resources=e.first.prepared.resources if e.first and e.first.prepared else (),
                         placements=len(e.placements),
+                        levels=split_levels(e.samples, e.clocks, self.s.level_gap, self.s.level_min_share),
                     )
                 )
             else:

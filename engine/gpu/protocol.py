@@ -123,6 +123,15 @@ class ValidationReport:
 
 
 @dataclass(frozen=True)
+class LatencyLevel:
+    """One of two levels a program's samples fell into (engine/gpu/levels.py)."""
+
+    median_us: float
+    share: float  # of the kept samples
+    sm_clock_mhz: float | None  # the median SM clock NVML read after its samples, if readable
+
+
+@dataclass(frozen=True)
 class Timing:
     label: str
     median_us: float
@@ -138,6 +147,9 @@ class Timing:
     resources: tuple[LaunchResources, ...] = ()
     fault: Fault | None = None
     placements: int = 1  # separate copies of the buffers the samples were taken on, in turn
+    # Two levels when the samples split into two clearly separate groups (a bimodal program): the
+    # median then depends on the mix, and both are shown. Empty for the usual single level.
+    levels: tuple[LatencyLevel, ...] = ()
 
     @property
     def iqr_us(self) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cuda_llm.engine.gpu.protocol import Peaks, Timing
+from cuda_llm.engine.gpu.protocol import LatencyLevel, Peaks, Timing
 from cuda_llm.engine.task.model import Task
 
 # How every roofline share is named where it is shown, so a reader knows which ceiling it is against.
@@ -33,6 +33,7 @@ class Figures:
     suspect: str | None  # why the figure cannot be trusted, if it cannot
     physical_floor_us: float = 0.0  # max(bytes / physical bandwidth, flops / physical peak)
     physical_share: float = 0.0  # physical floor / measured time (cannot honestly exceed 1)
+    levels: tuple[LatencyLevel, ...] = ()  # two when the samples fell into two levels (Timing.levels)
 
     @property
     def roofline_pct(self) -> float:
@@ -99,4 +100,14 @@ def figures(
         suspect=suspect,
         physical_floor_us=physical * 1e6,
         physical_share=physical_share,
+        levels=timing.levels,
     )
+
+
+def describe_levels(levels: tuple[LatencyLevel, ...]) -> str:
+    """'two levels: 763.2 us (47% of samples, SM 1980 MHz) and 833.1 us (53%, SM 1755 MHz)'."""
+    parts = []
+    for k, lv in enumerate(levels):
+        clock = f", SM {lv.sm_clock_mhz:.0f} MHz" if lv.sm_clock_mhz else ""
+        parts.append(f"{lv.median_us:.1f} us ({lv.share:.0%}{' of samples' if k == 0 else ''}{clock})")
+    return "two levels: " + " and ".join(parts)
