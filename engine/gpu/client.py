@@ -219,9 +219,12 @@ class GpuWorker:
         verdict = "timed_out" if fault.kind == "timed_out" else "crashed"
         return ValidationReport(verdict=verdict, summary=response.error or fault.message, fault=fault)
 
-    async def profile(self, task: Task, programs: list[ProgramRef]) -> ProfileReport | ProfileFailure:
+    async def profile(
+        self, task: Task, programs: list[ProgramRef], library: bool = False
+    ) -> ProfileReport | ProfileFailure:
         response = await self._request(
-            ProfileRequest(str(task.folder), tuple(programs)), self.profile_budget_s(len(programs))
+            ProfileRequest(str(task.folder), tuple(programs), library),
+            self.profile_budget_s(len(programs) + int(library)),
         )
         if response.ok:
             return response.result

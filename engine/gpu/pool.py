@@ -86,9 +86,12 @@ class GpuPool:
         finally:
             self._idle.put_nowait(worker)
 
-    async def profile(self, task: Task, programs: list[ProgramRef], worker: int = 0) -> ProfileReport | ProfileFailure:
-        """Time on one given GPU (the Judge spreads a round's groups over `range(size)`)."""
-        return await self.workers[worker].profile(task, programs)
+    async def profile(
+        self, task: Task, programs: list[ProgramRef], worker: int = 0, library: bool = False
+    ) -> ProfileReport | ProfileFailure:
+        """Time on one given GPU (the Judge spreads a round's groups over `range(size)`); with
+        `library`, the task's vendor-library program too."""
+        return await self.workers[worker].profile(task, programs, library)
 
     async def peaks(self, force: bool = False) -> Peaks:
         """The first GPU's ceilings (measured for every GPU, so each one's cache is warm)."""

@@ -21,6 +21,7 @@ from cuda_llm.engine.gpu.device_compare import compare_on_device
 from cuda_llm.engine.gpu.driver import Context, CudaError, is_fatal
 from cuda_llm.engine.gpu.harness import Harness
 from cuda_llm.engine.gpu.levels import split_levels
+from cuda_llm.engine.gpu.library import LIBRARY_LABEL, Library, LibraryError
 from cuda_llm.engine.gpu.phases import PhaseClock
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Fault, ProfileReport, Timing
 from cuda_llm.engine.gpu.reference_cache import ReferenceCache
@@ -35,6 +36,9 @@ from cuda_llm.engine.task.reference import case_seed
 # kernel in front of a timed region covers this many microseconds per launch, plus a fixed margin.
 _ENQUEUE_US_PER_LAUNCH = 12.0
 _ENQUEUE_MARGIN_US = 30.0
+# A library call queues its kernels from Python (CuPy, cuBLAS): until its own enqueue time has been
+# measured, the delay kernel assumes this much.
+_LIBRARY_ENQUEUE_GUESS_US = 200.0
 # Graph replays per sample are capped: more adds nothing once launch latency is amortised.
 _MAX_GRAPH_REPLAYS = 1000
 
@@ -51,9 +55,10 @@ class _Placement:
 @dataclass
 class _Entry:
     label: str
-    funcs: ModuleFunctions
+    funcs: ModuleFunctions | None  # None for the library's program
     plan: Any
     trusted: bool = False
+    library: Library | None = None  # the vendor library's program, bound per placement
     placements: list[_Placement] = field(default_factory=list)
     turn: int = 0  # runs so far: which placement the next one uses
     replays: int = 1  # K plan runs per sample in graph mode (at least 2); 1 in events mode
@@ -90,6 +95,13 @@ class _Entry:
         if p is None or p.prepared is None:
             return 1
         return 1 if p.graph is not None else len(p.prepared.launches)
+
+    def enqueue_us(self) -> float:
+        """How long the host takes to queue one run; the delay kernel in front must outlast it."""
+        if self.library is not None:
+            slowest = max((p.prepared.enqueue_us for p in self.placements if p.prepared), default=0.0)
+            return _ENQUEUE_MARGIN_US + 2 * max(slowest, _LIBRARY_ENQUEUE_GUESS_US)
+        return _ENQUEUE_MARGIN_US + _ENQUEUE_US_PER_LAUNCH * self.launches
 
     def release(self, ctx: Context) -> None:
         """Free every placement's device memory and graph (what the report needs stays)."""
@@ -141,7 +153,7 @@ class Profiler:
     def _timed_unchecked(self, entry: _Entry, flush: bool) -> float:
         if flush:
             self.harness.flush_l2()
-        self.harness.delay_us(_ENQUEUE_MARGIN_US + _ENQUEUE_US_PER_LAUNCH * entry.launches)
+        self.harness.delay_us(entry.enqueue_us())
         self.ctx.record(self.ev0)
         entry.enqueue(self.ctx)
         self.ctx.record(self.ev1)
@@ -174,14 +186,18 @@ class Profiler:
         while rounds < least or time.monotonic() < deadline:
             for e in entries:
                 if e.fault is None:
-                    best[e.label] = min(best[e.label], self._timed(e, flush=True) * 1000)
+                    try:
+                        best[e.label] = min(best[e.label], self._timed(e, flush=True) * 1000)
+                    except LibraryError as exc:  # the library call itself failed: no library figure
+                        e.fault, e.done = Fault("launch_error", "library", str(exc)), True
             rounds += 1
             if rounds > 10_000:
                 break
         return best
 
     def _choose_mode(self, entry: _Entry, est_us: float) -> None:
-        if est_us >= self.s.graph_threshold_us:
+        # A library call may allocate or synchronise while queuing: it is never captured in a graph.
+        if est_us >= self.s.graph_threshold_us or entry.library is not None or entry.fault is not None:
             return
         k = int(min(_MAX_GRAPH_REPLAYS, max(2, np.ceil(self.s.graph_target_us / max(est_us, 0.5)))))
         for p in entry.placements:
@@ -207,7 +223,11 @@ class Profiler:
             for e in order:
                 if e.done:
                     continue
-                ms = self._timed(e, flush=True)
+                try:
+                    ms = self._timed(e, flush=True)
+                except LibraryError as exc:
+                    e.fault, e.done = Fault("launch_error", "library", str(exc)), True
+                    continue
                 throttled, clock = self._throttled()
                 e.gpu_s += ms / 1000
                 if throttled:
@@ -255,6 +275,8 @@ class Profiler:
                 continue
             try:
                 e.state_check = self._check_one(task, e, ref)
+            except LibraryError as exc:
+                e.state_check = str(exc)
             except Exception as exc:
                 exc.case = e.label  # type: ignore[attr-defined]
                 raise
@@ -306,6 +328,11 @@ class Profiler:
                 e.placements.append(p)
                 for name in timed_inputs:
                     self.ctx.copy(p.bufs.device[name], self._masters[name])
+                if e.library is not None:
+                    p.prepared = e.library.bind(task, case, p.bufs.device)
+                    for b in task.outputs:
+                        poison(self.ctx, p.bufs.device[b.name], b.dtype)
+                    continue
                 p.prepared = prepare(
                     self.ctx,
                     self.info,
@@ -320,6 +347,8 @@ class Profiler:
                     poison(self.ctx, p.bufs.device[b.name], b.dtype)
         except PlanError as exc:
             e.fault, e.done = Fault("launch_error", "plan", str(exc)), True
+        except LibraryError as exc:
+            e.fault, e.done = Fault("launch_error", "library", str(exc)), True
         except CudaError as exc:
             if exc.sticky:
                 raise
@@ -327,8 +356,12 @@ class Profiler:
             e.done = True
 
     # ---- the job ---------------------------------------------------------------------------
-    def profile(self, task: Task, programs: list[tuple[str, Any, Any, bool]]) -> ProfileReport:
-        """Time (label, loaded module, bound plan, trusted) programs interleaved at the timing size."""
+    def profile(
+        self, task: Task, programs: list[tuple[str, Any, Any, bool]], library: Library | None = None
+    ) -> ProfileReport:
+        """Time (label, loaded module, bound plan, trusted) programs interleaved at the timing size,
+        and the task's vendor-library program with them when `library` is given (checked against the
+        reference afterwards like any untrusted program)."""
         start = time.monotonic()
         phase = PhaseClock()
         case = task.timing
@@ -338,6 +371,8 @@ class Profiler:
         entries = [
             _Entry(label, ModuleFunctions(self.ctx, module), plan, trusted) for label, module, plan, trusted in programs
         ]
+        if library is not None:
+            entries.append(_Entry(LIBRARY_LABEL, None, None, library=library))
         # The inputs go up once; every program's own buffers are filled from them on the device.
         with phase("upload"):
             self._masters = {name: self.ctx.alloc(host.nbytes) for name, host in timed_inputs.items()}
@@ -373,7 +408,7 @@ class Profiler:
         timings = []
         throttled = sum(e.discarded for e in entries)
         for e in entries:
-            if e.samples:
+            if e.samples and e.fault is None:
                 q1, med, q3 = np.percentile(e.samples, [25, 50, 75])
                 timings.append(
                     Timing(

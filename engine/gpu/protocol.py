@@ -169,6 +169,10 @@ class ProfileReport:
     busy_note: str | None = None  # another process was using the GPU
     elapsed_s: float = 0.0
     phases_s: dict[str, float] = field(default_factory=dict)  # where elapsed_s went (engine/gpu/phases.py)
+    # The vendor library's program (engine/gpu/library.py), when one was asked for: what it is, and
+    # why there is no timing labelled "library" when there is none.
+    library_name: str | None = None
+    library_note: str | None = None
 
 
 # ---- requests --------------------------------------------------------------------------------
@@ -195,6 +199,7 @@ class ValidateRequest:
 class ProfileRequest:
     task_folder: str
     programs: tuple[ProgramRef, ...]  # the baseline and candidates, timed interleaved
+    library: bool = False  # also time the task's vendor-library program, interleaved with them
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,7 @@ class WorkerState:
         if mem_clock and bus_bits:
             self.info = dataclasses.replace(self.info, memory_clock_mhz=mem_clock, memory_bus_bits=bus_bits)
         self._tasks: dict[str, Any] = {}
+        self._libraries: dict[str, Any] = {}
         self._profiler = None
 
     def task(self, folder: str) -> Any:
@@ -129,6 +130,24 @@ class WorkerState:
             return cached
         self._tasks[folder] = task
         return task
+
+    def library(self, task: Any) -> tuple[Any, str | None, str | None]:
+        """(the task's vendor-library program or None, its name, why there is none)."""
+        from cuda_llm.engine.gpu.library import Library, LibraryError, cupy_missing, library_name
+
+        name = library_name(task)
+        if name is None:
+            return None, None, f"task {task.name!r} has no vendor-library reference (no library.py)"
+        missing = cupy_missing()
+        if missing:
+            return None, name, missing
+        key = f"{task.folder}|{task.fingerprint}"
+        if key not in self._libraries:
+            try:
+                self._libraries[key] = Library(self.ctx, task)
+            except (LibraryError, ImportError, OSError, RuntimeError) as exc:
+                return None, name, f"{name} is unavailable here: {type(exc).__name__}: {exc}"
+        return self._libraries[key], name, None
 
     @property
     def profiler(self) -> Any:
@@ -262,7 +281,10 @@ def handle_profile(state: WorkerState, req: Any):
             module = state.ctx.load_module(p.cubin)
             modules.append(module)
             programs.append((p.label, module, p.plan, p.trusted))
-        report = state.profiler.profile(task, programs)
+        library, name, note = state.library(task) if req.library else (None, None, None)
+        report = state.profiler.profile(task, programs, library)
+        if req.library:
+            report = dataclasses.replace(report, library_name=name, library_note=note)
         return Response(ok=True, result=report)
     except (CudaError, KernelTimeout) as exc:
         fault, fatal = _fault_response(exc, getattr(exc, "case", None))

@@ -19,12 +19,14 @@ from cuda_llm.engine.contract.binding import bind_plan
 from cuda_llm.engine.contract.errors import FormatError
 from cuda_llm.engine.contract.reply import parse_reply
 from cuda_llm.engine.contract.signature import parse_kernels
+from cuda_llm.engine.gpu.library import LIBRARY_LABEL, library_name
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport, Timing
 from cuda_llm.engine.judge.judgement import (
     BASELINE_LABEL,
     Candidate,
     Compiled,
     Judgement,
+    LibraryResult,
     Origin,
     RoundTiming,
     Status,
@@ -83,6 +85,7 @@ class Judge:
         self.device = device
         self.peaks = peaks
         self._baseline: Compiled | None = None
+        self._library: LibraryResult | None = None
 
     @property
     def compile_only(self) -> bool:
@@ -280,6 +283,37 @@ class Judge:
         return dataclasses.replace(
             j, status=status, message=message, timing=t, figures=fig, warnings=warnings, device=where
         )
+
+    # ---- the vendor library, a second yardstick -------------------------------------------------
+    async def library(self) -> LibraryResult:
+        """The task's vendor-library program timed with the baseline on the (first) GPU and checked
+        against the reference; measured once per Judge. Without a GPU, CuPy or a library.py, the
+        result says why there is no figure."""
+        if self._library is not None:
+            return self._library
+        name = library_name(self.task)
+        if name is None:
+            return LibraryResult(None, note=f"task {self.task.name!r} has no vendor-library reference")
+        if self.gpu is None:
+            return LibraryResult(name, note="compile-only: no GPU to time it on")
+        baseline = await self.baseline()
+        outcome = await self.gpu.profile(self.task, [baseline.program()], library=True)
+        if not isinstance(outcome, ProfileReport):
+            return LibraryResult(name, note=f"could not be timed: {outcome.fault.message}")
+        by_label = {t.label: t for t in outcome.timings}
+        t, base_t = by_label.get(LIBRARY_LABEL), by_label.get(BASELINE_LABEL)
+        if t is None:
+            result = LibraryResult(outcome.library_name or name, note=outcome.library_note or "not timed")
+        elif t.fault is not None:
+            result = LibraryResult(name, note=t.fault.message, device=outcome.device)
+        elif t.state_check:
+            note = f"its result failed validation against the reference: {t.state_check}"
+            result = LibraryResult(name, note=note, device=outcome.device)
+        else:
+            fig = figures(self.task, t, self.peaks, base_t, self.settings.profile.suspect_physical_share)
+            result = LibraryResult(outcome.library_name or name, t, fig, device=outcome.device)
+        self._library = result
+        return result
 
     # ---- all three, for one candidate ----------------------------------------------------------
     async def judge(self, cand: Candidate, profile: bool = True) -> Judgement:

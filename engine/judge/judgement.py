@@ -86,3 +86,23 @@ class RoundTiming:
     anchor: Judgement | None = None  # the anchor's judgement from the first GPU's session
     # Where each GPU's profiling job spent its time (ProfileReport.phases_s), one entry per GPU.
     profile_phases_s: tuple[dict[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class LibraryResult:
+    """The vendor library's figure for a task on one GPU (engine/gpu/library.py): a second yardstick
+    beside the baseline, timed with it, checked against the same reference."""
+
+    name: str | None  # what was timed ("cuBLAS SGEMM (through CuPy)"); None: the task has no library.py
+    timing: Timing | None = None
+    figures: Figures | None = None  # its speedup is over the baseline timed in the same session
+    note: str | None = None  # why there is no figure, when there is none
+    device: str | None = None
+
+    @property
+    def median_us(self) -> float | None:
+        return self.timing.median_us if self.timing is not None else None
+
+    def of_library(self, median_us: float) -> float | None:
+        """How a program of `median_us` compares: the library's time over it (above 1: faster)."""
+        return self.timing.median_us / median_us if self.timing is not None and median_us > 0 else None

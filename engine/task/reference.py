@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -93,9 +94,9 @@ class Reference:
         return {b.name: np.asarray(made[b.name], dtype=np.float64).reshape(b.shape_for(env)) for b in self.task.outputs}
 
 
-def load_reference(task: Task) -> Reference:
-    path = task.reference_file
-    spec = importlib.util.spec_from_file_location(f"cuda_llm_task_{task.name}_{task.fingerprint}", path)
+def load_module_from(path: Path, name: str) -> ModuleType:
+    """Import a task's Python file (reference.py, library.py) as a module of its own."""
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise TaskFileError(path, None, "cannot be imported")
     module = importlib.util.module_from_spec(spec)
@@ -103,6 +104,12 @@ def load_reference(task: Task) -> Reference:
         spec.loader.exec_module(module)
     except Exception as exc:
         raise TaskFileError(path, None, f"fails to import: {exc!r}") from exc
+    return module
+
+
+def load_reference(task: Task) -> Reference:
+    path = task.reference_file
+    module = load_module_from(path, f"cuda_llm_task_{task.name}_{task.fingerprint}")
     for fn in ("generate", "reference"):
         if not callable(getattr(module, fn, None)):
             raise TaskFileError(path, f"{fn}()", "missing")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from cuda_llm.engine.compare import Mismatch
 from cuda_llm.engine.compile.pool import CompilerPool
+from cuda_llm.engine.gpu.library import LIBRARY_LABEL, cupy_missing, library_name
 from cuda_llm.engine.gpu.protocol import (
     CaseReport,
     DeviceInfo,
@@ -86,6 +87,7 @@ class FakeGpu:
     profiled: list[tuple[str, ...]] = field(default_factory=list)
     info: DeviceInfo = FAKE_DEVICE
     restarts: int = 0
+    library_us: float | None = None  # the vendor library's latency, for tasks with library.py
 
     async def start(self) -> DeviceInfo:
         return self.info
@@ -110,22 +112,33 @@ class FakeGpu:
         reports = tuple(CaseReport(c, True, 1000, 0, 0, 0.1) for c in cases)
         return ValidationReport("correct", f"correct in all {len(cases)} cases", reports, resources=resources)
 
-    async def profile(self, task: Task, programs: list[ProgramRef]) -> ProfileReport:
+    async def profile(self, task: Task, programs: list[ProgramRef], library: bool = False) -> ProfileReport:
         self.profiled.append(tuple(p.label for p in programs))
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
-        timings = tuple(self._timing(p) for p in programs)
-        return ProfileReport(self.info.name, task.timing.label, timings)
+        timings = tuple(self._timing(p.label, kernel_names(p)) for p in programs)
+        if not library:
+            return ProfileReport(self.info.name, task.timing.label, timings)
+        # As the real worker answers: the task's library.py names the program; it is timed only where
+        # the fake was given a library latency, else the reason is the real one (no CuPy in CI).
+        name, note = library_name(task), None
+        if name is None:
+            note = f"task {task.name!r} has no vendor-library reference (no library.py)"
+        elif self.library_us is not None:
+            timings += (self._timing(LIBRARY_LABEL, f"_us{self.library_us:g}"),)
+        else:
+            note = cupy_missing() or "the fake GPU runs no library"
+        return ProfileReport(self.info.name, task.timing.label, timings, library_name=name, library_note=note)
 
-    def _timing(self, program: ProgramRef) -> Timing:
-        if program.label == "baseline":
+    def _timing(self, label: str, kernels: str) -> Timing:
+        if label == "baseline":
             median = self.baseline_us
         else:
-            found = _US_MARKER.search(kernel_names(program))
+            found = _US_MARKER.search(kernels)
             median = float(found.group(1)) if found else DEFAULT_US
         spread = median * 0.01
         return Timing(
-            label=program.label,
+            label=label,
             median_us=median,
             q1_us=median - spread,
             q3_us=median + spread,
