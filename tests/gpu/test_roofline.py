@@ -26,6 +26,10 @@ def test_the_physical_limits_come_from_the_device(gpu):
     assert peaks.bandwidth_physical == pytest.approx(expected)
     assert 0.5 * peaks.bandwidth_physical < peaks.bandwidth < peaks.bandwidth_physical, "achievable sits under physical"
     assert 0.5 * peaks.fp32_physical < peaks.fp32_flops <= 1.01 * peaks.fp32_physical
+    print(
+        f"{info.name}: bandwidth {peaks.bandwidth / 1e12:.3f} TB/s achievable, {peaks.bandwidth_physical / 1e12:.3f} "
+        f"physical; fp32 {peaks.fp32_flops / 1e12:.1f} / {peaks.fp32_physical / 1e12:.1f} TFLOP/s; {peaks.method}"
+    )
 
 
 @pytest.mark.parametrize(
