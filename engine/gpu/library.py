@@ -70,9 +70,9 @@ class BoundLibrary:
     name: str
     enqueue: Callable[[], None]
     stream: Any
-    # The longest the host has taken to enqueue one run: the profiler's delay kernel must outlast it,
-    # or host latency would land between the events and count against the library.
-    enqueue_us: float = 0.0
+    # How long the host took to queue each run. The profiler's delay kernel must outlast a run's
+    # queueing, or host latency would land between the events and count against the library.
+    enqueue_times_us: list[float] = field(default_factory=list)
     resources: tuple = ()
     launches: tuple = ()
     scratch: list = field(default_factory=list)
@@ -84,7 +84,14 @@ class BoundLibrary:
                 self.enqueue()
         except Exception as exc:
             raise LibraryError(f"{self.name} failed: {type(exc).__name__}: {exc}") from None
-        self.enqueue_us = max(self.enqueue_us, (time.perf_counter() - start) * 1e6)
+        self.enqueue_times_us.append((time.perf_counter() - start) * 1e6)
+
+    @property
+    def enqueue_us(self) -> float | None:
+        """The usual time to queue one run: the median after the first, which pays one-time set-up
+        (a handle, a kernel compiled by CuPy: up to seconds). None until two runs were queued."""
+        later = self.enqueue_times_us[1:]
+        return float(sorted(later)[len(later) // 2]) if later else None
 
     def release(self, ctx: Context) -> None:
         pass

@@ -39,6 +39,9 @@ _ENQUEUE_MARGIN_US = 30.0
 # A library call queues its kernels from Python (CuPy, cuBLAS): until its own enqueue time has been
 # measured, the delay kernel assumes this much.
 _LIBRARY_ENQUEUE_GUESS_US = 200.0
+# ...and never delays a sample longer than this (a library slower to queue than that would count its
+# host time; none of ours comes near it: 20-300 us measured on an H100).
+_LIBRARY_ENQUEUE_CAP_US = 20_000.0
 # Graph replays per sample are capped: more adds nothing once launch latency is amortised.
 _MAX_GRAPH_REPLAYS = 1000
 
@@ -99,8 +102,9 @@ class _Entry:
     def enqueue_us(self) -> float:
         """How long the host takes to queue one run; the delay kernel in front must outlast it."""
         if self.library is not None:
-            slowest = max((p.prepared.enqueue_us for p in self.placements if p.prepared), default=0.0)
-            return _ENQUEUE_MARGIN_US + 2 * max(slowest, _LIBRARY_ENQUEUE_GUESS_US)
+            known = [us for p in self.placements if p.prepared and (us := p.prepared.enqueue_us) is not None]
+            usual = max(known) if known else _LIBRARY_ENQUEUE_GUESS_US
+            return _ENQUEUE_MARGIN_US + min(2 * usual, _LIBRARY_ENQUEUE_CAP_US)
         return _ENQUEUE_MARGIN_US + _ENQUEUE_US_PER_LAUNCH * self.launches
 
     def release(self, ctx: Context) -> None:
