@@ -40,7 +40,7 @@ _ENQUEUE_MARGIN_US = 30.0
 # measured, the delay kernel assumes this much.
 _LIBRARY_ENQUEUE_GUESS_US = 200.0
 # ...and never delays a sample longer than this (a library slower to queue than that would count its
-# host time; none of ours comes near it: 20-300 us measured on an H100).
+# host time, and a timeout would end the profile).
 _LIBRARY_ENQUEUE_CAP_US = 20_000.0
 # Graph replays per sample are capped: more adds nothing once launch latency is amortised.
 _MAX_GRAPH_REPLAYS = 1000
