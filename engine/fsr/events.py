@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cuda_llm.engine.judge.judgement import Judgement, RoundTiming
+from cuda_llm.engine.judge.judgement import Judgement, LibraryResult, RoundTiming
 from cuda_llm.engine.llm.base import Completion, Message
 from cuda_llm.engine.settings import LoopSettings
 
@@ -32,6 +32,14 @@ class SessionStarted(Event):
     settings: LoopSettings
     resumed: bool = False
     at: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True)
+class LibraryTimed(Event):
+    """The vendor library's figure for the task on this GPU, timed once at the session's start
+    (engine/gpu/library.py), or why there is none: a second yardstick beside the baseline."""
+
+    library: LibraryResult
 
 
 @dataclass(frozen=True)

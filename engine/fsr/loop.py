@@ -140,6 +140,10 @@ class FsrLoop:
             raise UserError(f"the baseline of task {self.judge.task.name!r} fails its own validation: {base_j.message}")
         self._record(base_j, "profiled" if base_j.timing else "validated", RequestKey(0, 0, 0))
         state = LoopState(best=base_j, best_compiled=await self.judge.baseline())
+        if not self.judge.compile_only:
+            library = await self.judge.library()
+            self.builder.library = library
+            self.emit(ev.LibraryTimed(self.sid, library))
         return await self._restore(state)
 
     async def _restore(self, state: LoopState) -> LoopState:

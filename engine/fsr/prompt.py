@@ -15,7 +15,7 @@ from importlib import resources
 from string import Template
 
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks
-from cuda_llm.engine.judge.judgement import Judgement
+from cuda_llm.engine.judge.judgement import Judgement, LibraryResult
 from cuda_llm.engine.judge.metrics import ROOFLINE_NAME
 from cuda_llm.engine.llm.base import Message
 from cuda_llm.engine.task.model import Task
@@ -112,6 +112,8 @@ class PromptBuilder:
         self.peaks = peaks
         self.feedback_chars = feedback_chars
         self.gpu_count = gpu_count
+        # The vendor library's figure on this GPU, once the loop has timed it (a target in the prompt).
+        self.library: LibraryResult | None = None
         self._system = _template("system.md").substitute()
         self._task = self._task_section()
         self._gpu = self._gpu_section()
@@ -289,8 +291,19 @@ class PromptBuilder:
         user = "\n\n".join((self._task, self._gpu, instruction.strip()))
         return [Message("system", self._system), Message("user", user)]
 
+    def library_text(self) -> str:
+        """The vendor library's figure on this GPU, as a target; empty when there is none."""
+        lib = self.library
+        if lib is None or lib.timing is None or lib.figures is None:
+            return ""
+        speedup = f", {lib.figures.speedup:.2f}x the baseline" if lib.figures.speedup else ""
+        return (
+            f"For reference, the vendor library ({lib.name}) takes {_us(lib.timing.median_us)} on this GPU"
+            f"{speedup}: a target worth matching.\n"
+        )
+
     def first(self, rejections: Sequence[Rejection] = ()) -> list[Message]:
-        text = _template("first.md").substitute(floor=self.floor_text())
+        text = _template("first.md").substitute(floor=self.floor_text(), library=self.library_text())
         return self._messages(self.rejections_text(rejections) + text)
 
     def optimize(
@@ -333,6 +346,7 @@ class PromptBuilder:
             best_plan=json.dumps(cand.plan.to_json(), indent=1) if cand else "",
             history=history_text,
             floor=self.floor_text(),
+            library=self.library_text(),
         )
         return self._messages(self.rejections_text(rejections) + text)
 
