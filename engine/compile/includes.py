@@ -6,12 +6,17 @@ way in is `#include <X>` with X a CUDA header from an allow list, and every prep
 that can name a file (quoted or computed includes, `#include_next`, `#import`, `#embed`,
 `__has_include`, `#line`, unknown pragmas) is refused with a message written for the model.
 
-The check works on the source as the compiler sees it: line splices joined first (phase 2 of
-translation), then comments and string literals blanked (phase 3), so a `#include` inside a
-comment or a string is harmless while one behind a comment or a splice is caught. Whatever this
-lexer cannot be sure of (trigraphs, raw strings, odd line ends) is refused rather than guessed:
-honest kernels never need them, and a guess that differs from the compiler's is a way around the
-policy.
+The check works on the source as the compiler sees it, in the order of the translation phases:
+line splices joined first (phase 2), then comments and string literals blanked (phase 3), so a
+`#include` inside a comment or a string is harmless while one behind a comment or a splice is
+caught. A string or character literal never reaches past its line: a backslash before a line end
+that survived phase 2 escapes nothing (the compiler ends the literal there too). Macro expansion
+(phase 4) is treated as able to form anything: token pasting (`##`) and universal character names
+(`\u0041`) could assemble `_Pragma` or `__has_include` where no check can see them, so both are
+refused, and the forbidden identifiers are refused wherever they are spelled, in a #define too.
+Whatever this lexer cannot be sure of (trigraphs, raw strings, odd line ends) is refused rather
+than guessed: honest kernels never need them, and a guess that differs from the compiler's is a
+way around the policy. Every step is linear in the size of the source.
 """
 
 from __future__ import annotations
@@ -188,7 +193,21 @@ _TOKEN = re.compile(
 _STRING_PREFIXES = frozenset({"u8", "u", "U", "L"})
 _RAW_PREFIXES = frozenset({"R", "u8R", "uR", "UR", "LR"})
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_NOT_NEWLINE = re.compile(r"[^\n]")
+# A literal's body: anything but its quote and a line end, escapes included, and a backslash left
+# alone before a line end (it escapes nothing: the literal ends at the line end, as the compiler's).
+_LITERAL_BODY = {q: re.compile(rf"(?:[^{q}\\\n]|\\[^\n])*\\?") for q in ("\"", "'")}
+_PASTE = re.compile(r"##|%:%:")
+_PRAGMA_OPEN = re.compile(r"[ \t\f\v\n]*\([ \t\f\v\n]*\"")
+_PRAGMA_CLOSE = re.compile(r"\"[ \t\f\v\n]*\)")
 _DIRECTIVE = re.compile(r"#[ \t\f\v]*([A-Za-z_][A-Za-z0-9_]*|[0-9]+)?")
+_DIRECTIVE_START = re.compile(r"^[ \t\f\v]*#", re.M)
+# Directive lines that are neither null (a lone '#') nor one of the plain directives, whose text
+# names no file; the '#' is group 1.
+_PLAIN_DIRECTIVES = ("define", "undef", "if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif")
+_CHECKED_DIRECTIVE = re.compile(
+    r"^[ \t\f\v]*(#)(?![ \t\f\v]*(?:(?:" + "|".join(_PLAIN_DIRECTIVES) + r")(?![A-Za-z0-9_])|$))", re.M
+)
 _HEADER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./\-]*")
 
 
@@ -215,7 +234,9 @@ _MAX_REPORTED = 12
 class _Lexed:
     spliced: str  # the source with line splices joined
     clean: str  # same length: comments and literal contents blanked, line breaks kept
-    comments: tuple[tuple[int, int], ...]  # [start, end) in spliced coordinates
+    comments: tuple[tuple[int, int], ...]  # [start, end) in spliced coordinates, in order
+    block_comments: tuple[tuple[int, int], ...]  # the /* */ ones among them
+    block_comment_ends: tuple[int, ...]  # each one's end, in the same order (for bisect)
     literals: dict[int, str]  # opening-quote position -> literal text between the quotes
     identifiers: tuple[tuple[int, str], ...]
     newlines: tuple[int, ...]  # positions of "\n" in spliced
@@ -238,8 +259,9 @@ def _splice(text: str) -> tuple[str, tuple[int, ...]]:
 
 def _lex(text: str) -> _Lexed:
     spliced, splices = _splice(text)
-    clean = list(spliced)
+    blanks: list[tuple[int, int]] = []  # spans blanked in the clean text (newlines kept)
     comments: list[tuple[int, int]] = []
+    block_comments: list[tuple[int, int]] = []
     literals: dict[int, str] = {}
     identifiers: list[tuple[int, str]] = []
     n = len(spliced)
@@ -247,32 +269,19 @@ def _lex(text: str) -> _Lexed:
     def line_at(pos: int) -> int:
         return 1 + spliced.count("\n", 0, pos) + bisect.bisect_right(splices, pos)
 
-    def blank(start: int, end: int) -> None:
-        for k in range(start, end):
-            if clean[k] != "\n":
-                clean[k] = " "
-
     def quoted(open_at: int) -> int:
         """Blank a string or char literal; return the position after it. A literal ends at its
         closing quote or, unterminated, at the line end (where the compiler also stops it)."""
         quote = spliced[open_at]
-        k = open_at + 1
-        while k < n:
-            ch = spliced[k]
-            if ch == "\\":
-                k += 2
-                continue
-            if ch == quote or ch == "\n":
-                break
-            k += 1
-        k = min(k, n)
+        k = _LITERAL_BODY[quote].match(spliced, open_at + 1).end()
         literals[open_at] = spliced[open_at + 1 : k]
-        blank(open_at + 1, k)
+        blanks.append((open_at + 1, k))
         return k + 1 if k < n and spliced[k] == quote else k
 
     pos = 0
+    search = _TOKEN.search
     while True:
-        m = _TOKEN.search(spliced, pos)
+        m = search(spliced, pos)
         if m is None:
             break
         tok, start = m.group(), m.start()
@@ -280,14 +289,15 @@ def _lex(text: str) -> _Lexed:
             end = spliced.find("\n", start)
             end = n if end < 0 else end
             comments.append((start, end))
-            blank(start, end)
+            blanks.append((start, end))
             pos = end
         elif tok == "/*":
             end = spliced.find("*/", start + 2)
             if end < 0:
                 raise PolicyViolation([(line_at(start), "unterminated /* comment")])
             comments.append((start, end + 2))
-            blank(start, end + 2)
+            block_comments.append((start, end + 2))
+            blanks.append((start, end + 2))
             pos = end + 2
         elif tok in ('"', "'"):
             pos = quoted(start)
@@ -303,14 +313,23 @@ def _lex(text: str) -> _Lexed:
                 continue
             identifiers.append((start, tok))
             pos = m.end()
-    newlines = tuple(i for i, ch in enumerate(spliced) if ch == "\n")
+    pieces: list[str] = []
+    at = 0
+    for b_start, b_end in blanks:
+        pieces.append(spliced[at:b_start])
+        span = spliced[b_start:b_end]
+        pieces.append(_NOT_NEWLINE.sub(" ", span) if "\n" in span else " " * len(span))
+        at = b_end
+    pieces.append(spliced[at:])
     return _Lexed(
         spliced=spliced,
-        clean="".join(clean),
+        clean="".join(pieces),
         comments=tuple(comments),
+        block_comments=tuple(block_comments),
+        block_comment_ends=tuple(e for _, e in block_comments),
         literals=literals,
         identifiers=tuple(identifiers),
-        newlines=newlines,
+        newlines=tuple(m.start() for m in re.finditer("\n", spliced)),
         splices=splices,
     )
 
@@ -393,29 +412,69 @@ def _check_raw(text: str) -> list[tuple[int | None, str]]:
     return found
 
 
-def _check_directive(lx: _Lexed, start: int, end: int) -> tuple[list[tuple[int, str]], str | None]:
-    """One directive line [start, end) of the clean text: violations, and the header it includes."""
-    line = lx.line_of(start)
-    text = lx.clean[start:end]
-    hash_at = start + (len(text) - len(text.lstrip(_WS)))
+def _splice_within(lx: _Lexed, start: int, end: int) -> bool:
+    """Whether a line splice was joined at a spliced position in [start, end)."""
+    k = bisect.bisect_left(lx.splices, start)
+    return k < len(lx.splices) and lx.splices[k] < end
+
+
+def _directive_on_line_of(lx: _Lexed, pos: int, cache: dict[int, tuple[int, str, int, int] | None]):
+    """The directive whose line holds spliced position `pos`, when its '#' comes before `pos`:
+    ('#' position, name, name end, line end); None otherwise. Cached by line start."""
+    clean = lx.clean
+    start = clean.rfind("\n", 0, pos) + 1
+    if start not in cache:
+        found = None
+        m = _DIRECTIVE_START.match(clean, start)
+        if m is not None:
+            hash_at = m.end() - 1
+            end = clean.find("\n", hash_at)
+            end = len(clean) if end < 0 else end
+            dm = _DIRECTIVE.match(clean, hash_at, end)
+            name = (dm.group(1) or "") if dm else ""
+            found = (hash_at, name, dm.end() if dm and name else hash_at + 1, end)
+        cache[start] = found
+    found = cache[start]
+    return found if found is not None and found[0] < pos else None
+
+
+def _structure_problems(lx: _Lexed) -> list[tuple[int, str]]:
+    """Comments and line splices where a directive's shape could read differently to the compiler:
+    inside its name, a /* */ comment spanning its line, a splice inside #include. Checked from each
+    comment and splice (there are few), not from each directive line (there can be 60,000)."""
+    found: list[tuple[int, str]] = []
+    cache: dict[int, tuple[int, str, int, int] | None] = {}
+    for c_start, c_end in lx.block_comments:  # a // comment ends the name and the line alike
+        d = _directive_on_line_of(lx, c_start, cache)
+        if d is None:
+            continue
+        hash_at, _name, name_end, _end = d
+        if c_start < name_end:
+            found.append((hash_at, "a comment inside a directive name is not allowed"))
+        if "\n" in lx.spliced[c_start:c_end]:
+            found.append((hash_at, "a /* */ comment that spans lines is not allowed in a directive"))
+    for at in lx.splices:
+        d = _directive_on_line_of(lx, at, cache)
+        if d is None:
+            continue
+        hash_at, name, name_end, end = d
+        if at < name_end:
+            found.append((hash_at, "a line continuation (backslash-newline) inside a directive name is not allowed"))
+        elif name == "include" and at < end:
+            found.append((hash_at, "a line continuation inside #include is not allowed"))
+    return found
+
+
+def _check_directive(lx: _Lexed, hash_at: int, end: int) -> tuple[list[tuple[int, str]], str | None]:
+    """One directive, from its '#' to the line's end in the clean text: violations (by position;
+    the caller turns them into line numbers), and the header it includes."""
+    line = hash_at  # a position: line numbers cost a bisect each, and most directives are fine
     m = _DIRECTIVE.match(lx.clean, hash_at, end)
     assert m is not None  # the caller saw the '#'
     name = m.group(1) or ""
-    name_end = m.end()
+    name_end = m.end() if name else hash_at + 1  # a null directive has no name for a comment to be inside
     rest = lx.clean[name_end:end]
     found: list[tuple[int, str]] = []
-
-    for c_start, c_end in lx.comments:
-        if c_start >= end:
-            break
-        if c_end <= hash_at:
-            continue
-        if c_start < name_end:
-            found.append((line, "a comment inside a directive name is not allowed"))
-        if "\n" in lx.spliced[c_start:c_end]:
-            found.append((line, "a /* */ comment that spans lines is not allowed in a directive"))
-    if any(hash_at < s < name_end for s in lx.splices):
-        found.append((line, "a line continuation (backslash-newline) inside a directive name is not allowed"))
 
     if name.isdigit():
         found.append((line, _DIRECTIVE_REFUSALS["line"]))
@@ -437,8 +496,6 @@ def _check_directive(lx: _Lexed, start: int, end: int) -> tuple[list[tuple[int, 
     if name != "include":
         return found, None
 
-    if any(name_end <= s < end for s in lx.splices):
-        found.append((line, "a line continuation inside #include is not allowed"))
     hm = re.fullmatch(r"[ \t\f\v]*<([^<>\n]*)>[ \t\f\v]*", rest)
     if hm is None:
         stripped = rest.strip(_WS)
@@ -476,12 +533,12 @@ def _check_directive(lx: _Lexed, start: int, end: int) -> tuple[list[tuple[int, 
 
 def _check_pragma_operator(lx: _Lexed, pos: int) -> str | None:
     """`_Pragma("text")`: allowed only as the literal form with an allowed pragma inside."""
-    m = re.compile(r"[ \t\f\v\n]*\([ \t\f\v\n]*\"").match(lx.clean, pos)
+    m = _PRAGMA_OPEN.match(lx.clean, pos)
     if m is None:
         return '_Pragma(...) is allowed only with a string literal, e.g. _Pragma("unroll")'
     quote_at = m.end() - 1
     body = lx.literals.get(quote_at)
-    close = re.compile(r"\"[ \t\f\v\n]*\)").match(lx.clean, quote_at + 1 + len(body or ""))
+    close = _PRAGMA_CLOSE.match(lx.clean, quote_at + 1 + len(body or ""))
     if body is None or close is None:
         return '_Pragma(...) is allowed only with a string literal, e.g. _Pragma("unroll")'
     text = body.replace('\\"', '"').replace("\\\\", "\\")
@@ -501,18 +558,37 @@ def check_source_policy(source: str) -> tuple[str, ...]:
     lx = _lex(source)
     headers: list[str] = []
 
-    at = 0
-    for raw_line in lx.clean.split("\n"):
-        start, end = at, at + len(raw_line)
-        at = end + 1
-        if raw_line.lstrip(_WS).startswith("#"):
-            found, header = _check_directive(lx, start, end)
-            violations.extend(found)
-            if header is not None and header not in headers:
-                headers.append(header)
+    clean, n = lx.clean, len(lx.clean)
+    # Null directives and the plain ones (#define, #if...) can only go wrong through a comment or a
+    # splice in their shape (_structure_problems); every other directive line is checked here.
+    for m in _CHECKED_DIRECTIVE.finditer(clean):
+        hash_at = m.start(1)
+        end = clean.find("\n", hash_at)
+        found, header = _check_directive(lx, hash_at, n if end < 0 else end)
+        violations.extend((lx.line_of(pos), message) for pos, message in found)
+        if header is not None and header not in headers:
+            headers.append(header)
+    violations.extend((lx.line_of(pos), message) for pos, message in _structure_problems(lx))
 
+    for m in _PASTE.finditer(lx.clean):
+        violations.append(
+            (
+                lx.line_of(m.start()),
+                "token pasting (##) is not allowed: a pasted name could form _Pragma or __has_include "
+                "where no check sees it; write the names out",
+            )
+        )
     for m in re.finditer(r"%:", lx.clean):
         violations.append((lx.line_of(m.start()), "the digraph %: is not allowed (write #)"))
+    for m in re.finditer(r"\\", lx.clean):
+        violations.append(
+            (
+                lx.line_of(m.start()),
+                "a backslash outside strings and comments is not allowed (a universal character name "
+                "such as \\u0041 can spell a name the check cannot see)",
+            )
+        )
+        break  # one is enough to say what to fix
     for m in _NON_ASCII.finditer(lx.clean):
         violations.append(
             (

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 
 from cuda_llm.engine.compile.result import CompileResult
-from cuda_llm.engine.compile.source import check_source
+from cuda_llm.engine.compile.source import CheckedSource, check_source
 from cuda_llm.engine.compile.worker import CompilerProcess
 from cuda_llm.engine.settings import CompileSettings
 
@@ -110,12 +110,17 @@ class CompilerPool:
             process = self._spawn()
         self._idle.put_nowait(process)
 
-    async def compile(self, source: str | bytes, arch: str) -> CompileResult:
-        """Compile `source` for `arch` ("sm_90") in a warm process, under the time limit.
+    async def compile(self, source: str | bytes | CheckedSource, arch: str) -> CompileResult:
+        """Compile `source` for `arch` ("sm_90") in a warm process, under the time limit. A source
+        the caller has checked already (a CheckedSource) is not checked again here; the compiler
+        process checks every source once more whatever it is given.
 
         Raises FormatError (the source breaks the contract; nothing was started),
         CompilerUnavailableError (NVRTC cannot be loaded) or PoolClosedError."""
-        checked = check_source(source, self.settings)
+        if isinstance(source, CheckedSource):
+            checked = source
+        else:
+            checked = await asyncio.to_thread(check_source, source, self.settings)
         idle = self._ensure_started()
         process = await idle.get()
         if process is None:

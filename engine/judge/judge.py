@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from cuda_llm.engine.compile.result import CompileResult
-from cuda_llm.engine.compile.source import check_source
+from cuda_llm.engine.compile.source import CheckedSource, check_source
 from cuda_llm.engine.contract.binding import bind_plan
 from cuda_llm.engine.contract.errors import FormatError
 from cuda_llm.engine.contract.reply import parse_reply
@@ -100,15 +100,21 @@ class Judge:
         return Candidate(label, parsed.source, parsed.plan, parsed.explanation, origin)
 
     # ---- stage 1: Compilation Verifier -------------------------------------------------------
+    def _precheck(self, cand: Candidate) -> tuple[CheckedSource, tuple]:
+        # The checks that cost least first (size, NUL, UTF-8, includes): a 5 MB source is refused
+        # at once, not after seconds of signature parsing.
+        checked = check_source(cand.source, self.settings.compile)
+        kernels = parse_kernels(cand.source)
+        # Plan errors that need no compiler are found first: a cheaper, clearer message.
+        bind_plan(cand.plan, self.task, kernels)
+        return checked, kernels
+
     async def compile(self, cand: Candidate) -> Compiled | Judgement:
         try:
-            # The checks that cost nothing first (size, NUL, UTF-8, includes): a 5 MB source is refused
-            # at once, not after seconds of signature parsing on the event loop.
-            check_source(cand.source, self.settings.compile)
-            kernels = parse_kernels(cand.source)
-            # Plan errors that need no compiler are found first: a cheaper, clearer message.
-            bind_plan(cand.plan, self.task, kernels)
-            result = await self.compiler.compile(cand.source, self.arch)
+            # Off the event loop: a hostile source makes even linear checks take a noticeable while,
+            # and the UI (and Ctrl-C) must not wait for them.
+            checked, kernels = await asyncio.to_thread(self._precheck, cand)
+            result = await self.compiler.compile(checked, self.arch)
         except FormatError as exc:
             return Judgement(cand.label, "format_error", _first_line(str(exc)), detail=str(exc), candidate=cand)
         if not result.ok:

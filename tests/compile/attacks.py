@@ -57,6 +57,17 @@ ATTACKS: dict[str, str] = {
     "unknown_directive": '#ident "FILE"\n',
     "include_in_disabled_block": '#if 0\n#include "FILE"\n#endif\n',
     "trailing_tokens": '#include <cuda_fp16.h> "FILE"\n',
+    # A backslash before a line end that phase 2 left in a literal escapes nothing: the compiler
+    # ends the literal at the line end and reads the next line as a directive.
+    "string_backslash_before_empty_line": '#define X "a\\\\\n\n#include <FILE> //"\n',
+    "char_backslash_before_empty_line": "#warning don't\\\\\n\n#include <FILE> //'\n",
+    "string_backslash_after_endif": '#if 0\n#endif "a\\\\\n\n#include <FILE> //"\n',
+    # Pasting and universal character names assemble what no check sees spelled out.
+    "pasted_pragma": '#define CAT(a, b) a##b\nCAT(_Pra, gma)("message(\\"FILE\\")")\n',
+    "pasted_has_include": "#define CAT(a, b) a##b\n#if CAT(__has_, include)(<FILE>)\n#warning found\n#endif\n",
+    "digraph_pasting": '#define CAT(a, b) a%:%:b\nCAT(_Pra, gma)("message(\\"FILE\\")")\n',
+    "ucn_pragma": '_Pr\\u0061gma("message(\\"FILE\\")")\n',
+    "ucn_has_include": "#if __has_incl\\u0075de(<FILE>)\n#endif\n",
 }
 
 # Sources a naive filter would refuse, all harmless: includes in comments and strings, a line

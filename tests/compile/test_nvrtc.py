@@ -224,7 +224,18 @@ def _leaked(text: str) -> list[str]:
     return [line for _, lines in _secrets() for line in lines if line in text]
 
 
-@pytest.mark.parametrize("name", ["quoted_absolute", "angle_absolute", "macro_include", "digraph"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "quoted_absolute",
+        "angle_absolute",
+        "macro_include",
+        "digraph",
+        "string_backslash_before_empty_line",
+        "char_backslash_before_empty_line",
+        "string_backslash_after_endif",
+    ],
+)
 def test_the_attacks_are_real_without_the_policy(name: str) -> None:
     """Control: compiled past the policy, the host file does reach the log."""
     path = Path("/etc/passwd")

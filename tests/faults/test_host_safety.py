@@ -116,8 +116,38 @@ CASES: dict[str, tuple[str, list[Variant]]] = {
             attack("trigraph", "line 1: trigraph '??=' is not allowed"),
         ],
     ),
+    "a literal's backslash before a line end (string, char, after #endif)": (
+        "format error naming the included line",
+        [
+            attack("string_backslash_before_empty_line", "line 3: #include </etc/passwd>: paths are not allowed"),
+            attack("char_backslash_before_empty_line", "line 3: #include </etc/passwd>: paths are not allowed"),
+            attack("string_backslash_after_endif", "line 4: #include </etc/passwd>: paths are not allowed"),
+        ],
+    ),
+    "/proc/self/environ through a literal's backslash (a marker key in the environment)": (
+        "format error naming the included line",
+        [
+            attack(
+                "string_backslash_before_empty_line",
+                "line 3: #include </proc/self/environ>: paths are not allowed",
+                "/proc/self/environ",
+            )
+        ],
+    ),
+    "token pasting and universal character names (_Pragma, __has_include)": (
+        "format error naming the line",
+        [
+            attack("pasted_pragma", "line 1: token pasting (##) is not allowed"),
+            attack("pasted_has_include", "line 1: token pasting (##) is not allowed", PLANTED),
+            attack("digraph_pasting", "line 1: token pasting (##) is not allowed"),
+            attack("ucn_pragma", "line 1: a backslash outside strings and comments is not allowed"),
+            attack("ucn_has_include", "line 1: a backslash outside strings and comments is not allowed", PLANTED),
+        ],
+    ),
     "inline PTX (allowed)": ("compiles", [Variant("", "compiled")]),
 }
+# Stands for a key in the compiler's environment: /proc/self/environ would show it.
+ENV_MARKER = f"sk-cuda-llm-marker-{uuid.uuid4().hex}"
 
 
 def source_of(case: str, variant: Variant, planted: Path) -> str:
@@ -150,21 +180,28 @@ def session_run(tmp_path_factory) -> Run:
     replies = {source_of(case, v, planted): (case, v) for case, (_, vs) in CASES.items() for v in vs}
     texts = [reply(src) for src in replies] + [reply()]  # and one good candidate
     with pytest.MonkeyPatch.context() as mp, LoopbackLLMServer() as server:
-        # The compiler processes start in work/, so a relative include would resolve next to x.h.
+        # The compiler processes start in work/, so a relative include would resolve next to x.h,
+        # and with a key in their environment, which /proc/self/environ would show.
         mp.chdir(work)
+        mp.setenv("OPENAI_API_KEY", ENV_MARKER)
         server.script(*[chunked(t, size=200) for t in texts])
         server.default = chunked(reply())
         control = Controller(auto_accept=True, stop_when_paused=True)
         recorder = Recorder()
 
-        def round_two_asks_for_one(event: ev.Event) -> None:
+        # The cases fill the first rounds (a round holds at most 32 candidates); the last round asks
+        # for one candidate, whose prompt carries the failures back.
+        per_round = -(-len(texts) // -(-len(texts) // 32))
+        case_rounds = -(-len(texts) // per_round)
+
+        def last_round_asks_for_one(event: ev.Event) -> None:
             recorder(event)
-            if isinstance(event, ev.RoundFinished) and event.round == 1:
+            if isinstance(event, ev.RoundFinished) and event.round == case_rounds:
                 control.set_candidates(1)
 
-        opts = options(tmp, "ollama:loop-model", candidates=len(texts), rounds=2, repairs=0)
+        opts = options(tmp, "ollama:loop-model", candidates=per_round, rounds=case_rounds + 1, repairs=0)
         result, _ = asyncio.run(
-            run_session(opts, host=server.url, control=control, recorder=round_two_asks_for_one)  # type: ignore[arg-type]
+            run_session(opts, host=server.url, control=control, recorder=last_round_asks_for_one)  # type: ignore[arg-type]
         )
         prompts = [json.dumps(r.body) for r in server.requests if r.body is not None]
     assert result.status == "finished", result.reason
@@ -181,6 +218,7 @@ def session_run(tmp_path_factory) -> Run:
     secrets = {str(p): secret_snippets(p) for p in SECRET_FILES}
     secrets[str(planted)] = [f"{marker}-absolute"]
     secrets["../x.h"] = [f"{marker}-dotdot"]
+    secrets["/proc/self/environ"] = [ENV_MARKER]
     db_bytes = b"".join(p.read_bytes() for p in tmp.iterdir() if p.name.startswith("sessions.db"))
     return Run(
         by_reply=by_reply,
@@ -232,9 +270,10 @@ def test_host_file_never_leaks(session_run: Run, case: str, observed) -> None:
             assert status == "format_error", f"{label} ({v.prefix!r}): {status}: {detail}"
             assert v.expect in detail, detail
             seen.append(f"{label} format_error '{v.expect}'")
-    # The good candidate of round 1 and round 2's candidate were judged normally.
+    # The good candidate among the cases and the last round's candidate were judged normally.
     good = session_run.by_reply[reply()]
-    assert good[1] == "compiled" and session_run.statuses["r2-1"] == "compiled"
-    # Round 2's prompt carried round 1's failures back: the model is told, and still nothing leaks.
+    last = max(label for label in session_run.statuses if label.endswith("-1") and label != "baseline")
+    assert good[1] == "compiled" and session_run.statuses[last] == "compiled"
+    # The last round's prompt carried the failures back: the model is told, and still nothing leaks.
     assert "line 1:" in session_run.prompts[-1] or "line 2:" in session_run.prompts[-1]
     observed("; ".join(seen) + "; " + assert_no_leak(session_run))
