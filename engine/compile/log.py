@@ -14,12 +14,17 @@ the column.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 
 from cuda_llm.engine.compile.ptx import precision_hints
 from cuda_llm.engine.compile.result import CANDIDATE_FILE, Diagnostic, KernelResources, Severity
 
-__all__ = ["parse_diagnostics", "parse_ptxas", "precision_hints"]
+__all__ = ["keep_own_diagnostics", "parse_diagnostics", "parse_ptxas", "precision_hints"]
+
+# What replaces a diagnostic attributed to a file that is neither the candidate nor a CUDA header.
+FOREIGN_FILE = "(an included file)"
+FOREIGN_MESSAGE = "an error in an included file (its text is not shown)"
 
 _HEADER = re.compile(
     r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<sev>catastrophic error|internal error|error|warning"
@@ -98,6 +103,31 @@ def parse_diagnostics(log: str, source: str, *, limit: int = 1000) -> tuple[Diag
         if m is not None:
             found.append(Diagnostic(_SEVERITIES[m.group("sev")], None, None, m.group("msg"), None, "nvrtc"))
     return tuple(found)
+
+
+def keep_own_diagnostics(log: str, header_file: Callable[[str], bool]) -> str:
+    """The log with every diagnostic about another file reduced to one line without its text.
+
+    A diagnostic echoes the offending source line, so a file the compiler read for any reason (an
+    include the policy missed, a header the sandbox let through) would come back line by line, and
+    the log goes to a model that may run on someone else's server. Kept whole: diagnostics of the
+    candidate's own source and of the CUDA headers (`header_file(name)` says which names are those);
+    every other one becomes `(an included file)(0): error: an error in an included file`, and its
+    echo, caret and detail lines are dropped."""
+    lines = log.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        text = lines[i]
+        i += 1
+        m = _HEADER.match(text)
+        if m is None or m.group("file") == CANDIDATE_FILE or header_file(m.group("file")):
+            out.append(text)
+            continue
+        out.append(f"{FOREIGN_FILE}(0): {m.group('sev')}: {FOREIGN_MESSAGE}")
+        while i < len(lines) and lines[i].startswith(" ") and lines[i].strip():
+            i += 1  # the echo of the foreign line, its caret, "detected during ..."
+    return "\n".join(out)
 
 
 _ENTRY = re.compile(r"Compiling entry function '(?P<name>[^']+)' for '(?P<arch>[^']+)'")

@@ -11,12 +11,14 @@ calls it directly for its own trusted harness kernels.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import time
+from functools import partial
 from typing import Any
 
 from cuda_llm.engine.compile import headers as header_search
-from cuda_llm.engine.compile.log import parse_diagnostics, parse_ptxas, with_global_writes
+from cuda_llm.engine.compile.log import keep_own_diagnostics, parse_diagnostics, parse_ptxas, with_global_writes
 from cuda_llm.engine.compile.prelude import with_prelude
 from cuda_llm.engine.compile.ptx import device_globals, precision_hints, ptx_entries
 from cuda_llm.engine.compile.result import CANDIDATE_FILE, CompileResult, CompilerUnavailableError, failed_result
@@ -107,6 +109,14 @@ def _scrub(text: str, include_dirs: tuple[str, ...]) -> str:
     return re.sub(r'(\.file\s+\d+\s+")[^"\n]*/([^"/\n]+")', r"\1\2", text)
 
 
+def _is_header(include_dirs: tuple[str, ...], name: str) -> bool:
+    """Whether a file a diagnostic names is a CUDA header: a relative name (the include folders'
+    prefix is scrubbed off) that exists under one of the include folders."""
+    if name.startswith("/") or ".." in name.split("/"):
+        return False
+    return any(os.path.isfile(os.path.join(d, name)) for d in include_dirs)
+
+
 def _cap(log: str, limit: int) -> str:
     data = log.encode()
     if len(data) <= limit:
@@ -169,7 +179,8 @@ def compile_checked(checked: CheckedSource, arch: str | int, settings: CompileSe
     # NVRTC ends the log with a NUL, and puts another between the compiler's part and ptxas's
     # error lines when ptxas fails.
     raw_log = raw_log.replace(b"\0", b"")
-    log = _cap(_scrub(raw_log.decode(errors="replace"), include_dirs), settings.max_log_bytes)
+    log = _scrub(raw_log.decode(errors="replace"), include_dirs)
+    log = _cap(keep_own_diagnostics(log, partial(_is_header, include_dirs)), settings.max_log_bytes)
     diagnostics = parse_diagnostics(log, checked.text, limit=settings.max_diagnostics)
     kernels = parse_ptxas(log)
     globals_, writes = device_globals(ptx) if ptx else ((), {})

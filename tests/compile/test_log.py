@@ -132,3 +132,30 @@ def test_nvcc_style_frame_lines_without_the_ptxas_prefix() -> None:
     log = SM80_SPILLS_LOG.replace("ptxas         .     272", "    272")
     (k,) = parse_ptxas(log)
     assert k.spill_store_bytes == 484
+
+
+def test_diagnostics_about_other_files_lose_their_text():
+    from cuda_llm.engine.compile.log import FOREIGN_MESSAGE, keep_own_diagnostics
+
+    log = (
+        "/etc/passwd(1): error: this declaration has no storage class or type specifier\n"
+        "  root:x:0:0:root:/root:/bin/bash\n"
+        "  ^\n"
+        "\n"
+        "cuda_fp16.h(200): error: identifier \"__half\" is undefined\n"
+        "  __half __double2half(const double a);\n"
+        "  ^\n"
+        "\n"
+        "candidate.cu(4): error: identifier \"y\" is undefined\n"
+        "      if (i < n) a[i] = y + 1.0f;\n"
+        "                        ^\n"
+        "\n"
+        "secret.h(3): warning: something\n"
+        "  TOKEN=abc\n"
+        "      detected during instantiation\n"
+    )
+    kept = keep_own_diagnostics(log, lambda name: name == "cuda_fp16.h")
+    assert "root:x" not in kept and "TOKEN=abc" not in kept and "/etc/passwd" not in kept
+    assert kept.count(FOREIGN_MESSAGE) == 2
+    assert "(an included file)(0): warning: " + FOREIGN_MESSAGE in kept
+    assert '__half __double2half' in kept and "a[i] = y + 1.0f" in kept
