@@ -95,6 +95,26 @@ def check_compiler(arch: str) -> list[Check]:
     return checks
 
 
+async def check_sandbox() -> Check:
+    """Whether the compiler processes are shut in (engine/compile/sandbox.py): a hostile reply that
+    got past the include policy could otherwise make the compiler read the host's files."""
+    from cuda_llm.engine.compile.pool import CompilerPool
+
+    try:
+        async with CompilerPool(workers=1) as pool:
+            confined, detail = await pool.sandbox()
+    except Exception as exc:
+        return Check("compiler sandbox", "warn", f"not checked: {exc}")
+    if confined:
+        return Check("compiler sandbox", "ok", detail)
+    return Check(
+        "compiler sandbox",
+        "warn",
+        f"NOT ACTIVE: {detail}; only the include policy keeps a reply from making the compiler read "
+        "host files (run on a Linux kernel with Landlock, 5.13 or later, to close that)",
+    )
+
+
 async def check_gpu() -> tuple[list[Check], str | None]:
     from cuda_llm.engine.gpu.client import GpuUnavailable, GpuWorker
     from cuda_llm.engine.gpu.peaks import load_cached
@@ -210,6 +230,7 @@ async def _doctor(args: argparse.Namespace) -> int:
     checks = check_packages()
     gpu_checks, device_arch = await check_gpu()
     checks += check_compiler(device_arch or args.arch or "sm_90")
+    checks.append(await check_sandbox())
     checks += gpu_checks
     checks.append(check_nvml())
     checks += await check_servers(args.host, args.base_url)

@@ -226,4 +226,5 @@ def warm_up() -> dict[str, Any]:
         "nvrtc_version": version,
         "supported_archs": archs,
         "headers": found.origin if found else None,
+        "header_dirs": tuple(found.dirs) if found else (),
     }

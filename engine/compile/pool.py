@@ -73,6 +73,16 @@ class CompilerPool:
         self._ensure_started()
         await asyncio.gather(*(self._wait_ready(p) for p in list(self._processes)))
 
+    async def sandbox(self) -> tuple[bool, str]:
+        """Whether the compiler processes are shut in (engine/compile/sandbox.py), and what they may
+        read or why they are not; starts the pool if it was not started."""
+        await self.start()
+        statuses = {p.sandbox for p in self._processes if p.sandbox is not None}
+        if not statuses:
+            return False, "no compiler process has started"
+        confined = [s for s in statuses if s[0]]
+        return confined[0] if len(confined) == len(statuses) else next(s for s in statuses if not s[0])
+
     def close(self) -> None:
         """Stop every process. Compiles waiting for a free process raise PoolClosedError."""
         if self._closed:
@@ -146,7 +156,7 @@ def compile_once(source: str | bytes, arch: str, settings: CompileSettings | Non
     and exits. Raises what CompilerPool.compile raises."""
     settings = settings or CompileSettings()
     checked = check_source(source, settings)
-    process = CompilerProcess(_spawn_context(), settings, warm=False)
+    process = CompilerProcess(_spawn_context(), settings)
     try:
         process.wait_ready(settings.start_timeout_s)
         return process.compile(checked.text, arch, settings.timeout_s)

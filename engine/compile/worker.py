@@ -47,14 +47,26 @@ def _limit_resources(settings: CompileSettings, parent_pid: int) -> None:
         os._exit(1)
 
 
-def child_main(conn: Connection, settings: CompileSettings, parent_pid: int, warm: bool) -> None:
-    """The child's whole life: set limits, load NVRTC, then answer requests until told to stop."""
+def prepare_child(settings: CompileSettings, parent_pid: int) -> dict[str, Any]:
+    """Everything a compiler process does before its first request: limits, NVRTC loaded and
+    warmed, then the process shut in (sandbox.py). Returns what `doctor` and the pool show."""
     _limit_resources(settings, parent_pid)
-    try:
-        from cuda_llm.engine.compile import nvrtc
+    from cuda_llm.engine.compile import nvrtc, sandbox
 
-        info = nvrtc.warm_up() if warm else {"nvrtc_version": nvrtc.nvrtc_version()}
-        info["memory_limit_bytes"] = resource.getrlimit(resource.RLIMIT_DATA)[0]
+    # Everything a compile needs is loaded now (NVRTC, its builtins, the headers extracted, the
+    # modules of the compile path imported): once confined, the process can open nothing else.
+    info = nvrtc.warm_up()
+    status = sandbox.confine(info.pop("header_dirs"))
+    info["sandbox"] = (status.active, status.detail)
+    info["memory_limit_bytes"] = resource.getrlimit(resource.RLIMIT_DATA)[0]
+    return info
+
+
+def child_main(conn: Connection, settings: CompileSettings, parent_pid: int) -> None:
+    """The child's whole life: prepare (prepare_child), then answer requests until told to stop."""
+    try:
+        info = prepare_child(settings, parent_pid)
+        from cuda_llm.engine.compile import nvrtc
     except BaseException as exc:  # anything that stops NVRTC loading is the parent's to report
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
         return
@@ -89,12 +101,12 @@ class CompilerProcess:
     """The parent's handle on one child. Every call blocks; the async pool runs them in threads.
     Start it from a long-lived thread: the child's parent-death signal follows that thread."""
 
-    def __init__(self, ctx: SpawnContext, settings: CompileSettings, *, warm: bool = True) -> None:
+    def __init__(self, ctx: SpawnContext, settings: CompileSettings) -> None:
         self.settings = settings
         parent_end, child_end = ctx.Pipe(duplex=True)
         self.process = ctx.Process(
             target=child_main,
-            args=(child_end, settings, os.getpid(), warm),
+            args=(child_end, settings, os.getpid()),
             name="cuda-llm-compiler",
             daemon=True,
         )
@@ -103,6 +115,11 @@ class CompilerProcess:
         self.conn = parent_end
         self.info: dict[str, Any] | None = None
         self.healthy = True  # False once it timed out, died or was cancelled: it must be replaced
+
+    @property
+    def sandbox(self) -> tuple[bool, str] | None:
+        """(confined, what is allowed or why not), once the child is ready."""
+        return tuple(self.info["sandbox"]) if self.info and "sandbox" in self.info else None  # type: ignore[return-value]
 
     @property
     def version(self) -> tuple[int, int]:

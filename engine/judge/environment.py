@@ -6,6 +6,7 @@ says so in one line.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from cuda_llm.engine.compile.pool import CompilerPool
@@ -46,10 +47,32 @@ def gpu_unavailable_reason() -> str | None:
     return driver_available()
 
 
+async def sandbox_warning(compiler: CompilerPool) -> str | None:
+    """One line when the compiler runs unconfined (engine/compile/sandbox.py), else None."""
+    confined, detail = await compiler.sandbox()
+    if confined:
+        return None
+    return (
+        f"WARNING: the compiler is not sandboxed ({detail}); only the include policy keeps a reply "
+        "from making it read the host's files"
+    )
+
+
 async def open_environment(
     settings: Settings, arch: str | None = None, compile_only: bool = False, gpus: str | int | None = None
 ) -> JudgeEnvironment:
-    """`gpus`: "0,1", a single index, or None for every visible GPU."""
+    """`gpus`: "0,1", a single index, or None for every visible GPU. The notice of the environment
+    says what a user should know first (compile-only, an unsandboxed compiler...)."""
+    env = await _open(settings, arch, compile_only, gpus)
+    warning = await sandbox_warning(env.compiler)
+    if warning:
+        env = dataclasses.replace(env, notice="; ".join(n for n in (warning, env.notice) if n))
+    return env
+
+
+async def _open(
+    settings: Settings, arch: str | None, compile_only: bool, gpus: str | int | None
+) -> JudgeEnvironment:
     compiler = CompilerPool(settings.compile)
     reason = "compile-only requested" if compile_only else gpu_unavailable_reason()
     if reason is None:
