@@ -46,6 +46,11 @@ def add_session_arguments(p: argparse.ArgumentParser) -> None:
         "--gpus", "--gpu", dest="gpu", metavar="LIST", help="GPUs to judge on, e.g. 0 or 0,1 (default: every GPU)"
     )
     p.add_argument("--db", help="sessions database (default: the user data folder)")
+    p.add_argument(
+        "--switch-server",
+        action="store_true",
+        help="resume with a --host/--base-url other than the one the session was recorded with",
+    )
 
 
 def loop_overrides(args: argparse.Namespace) -> dict[str, object]:
@@ -104,6 +109,7 @@ def session_options(args: argparse.Namespace, task: str | None):
         gpu=args.gpu,
         resume=getattr(args, "resume", None),
         overrides=loop_overrides(args),
+        switch_server=getattr(args, "switch_server", False),
     )
 
 
@@ -150,8 +156,23 @@ async def run_headless(options, as_json: bool) -> int:
     else:
         print(f"session {result.session_id}: {result.status} ({result.reason})")
         if result.status == "paused":
-            print(f"continue with: cuda-llm run --resume {result.session_id} --headless")
+            print("continue with: " + resume_command(result.session_id, options.db, session.provider))
     return {"finished": 0, "stopped": 0, "paused": EXIT_PAUSED}.get(result.status, 1)
+
+
+def resume_command(session_id: int, db: str | None, provider) -> str:
+    """The command that continues a session where it stopped: its database, its model server."""
+    import shlex
+
+    from cuda_llm.engine.fsr.session import server_of
+
+    words = ["cuda-llm", "run", "--resume", str(session_id), "--headless"]
+    if db:
+        words += ["--db", db]
+    server = server_of(provider)
+    if server:
+        words += ["--host" if provider.spec.startswith("ollama:") else "--base-url", server]
+    return shlex.join(words)
 
 
 def run(args: argparse.Namespace) -> int:

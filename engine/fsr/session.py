@@ -17,9 +17,10 @@ from cuda_llm.engine.fsr.loop import FsrLoop, SessionResult
 from cuda_llm.engine.fsr.prompt import PromptBuilder
 from cuda_llm.engine.judge.environment import JudgeEnvironment, open_environment
 from cuda_llm.engine.llm.base import ModelProvider
+from cuda_llm.engine.llm.http_errors import display_url
 from cuda_llm.engine.llm.spec import parse_model_spec
 from cuda_llm.engine.settings import LoopSettings, Settings
-from cuda_llm.engine.store.sessions import SessionStore
+from cuda_llm.engine.store.sessions import SessionRecord, SessionStore
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.model import Task
 
@@ -38,6 +39,9 @@ class SessionOptions:
     resume: int | None = None
     # Settings given explicitly on the command line when resuming (others come from the session).
     overrides: dict[str, object] = field(default_factory=dict)
+    # A resumed session talks to the server it was recorded with; --host/--base-url naming another
+    # one is refused unless this is set (the prompts, and a key, would go somewhere new).
+    switch_server: bool = False
 
 
 @dataclass
@@ -61,6 +65,46 @@ class Session:
         finally:
             await self.env.close()
             self.store.close()
+
+
+def server_of(provider: ModelProvider) -> str | None:
+    """The server a provider talks to, as recorded with the session (never a key, nor a user name
+    or password in the URL); None for providers with no server (replay, manual)."""
+    where = getattr(provider, "where", None)
+    if provider.spec.split(":", 1)[0] not in ("ollama", "openai") or not where:
+        return None
+    return display_url(where)
+
+
+def _normalised(kind: str, address: str) -> str:
+    """A --host or --base-url as server_of would record it."""
+    from cuda_llm.engine.llm.ollama_provider import ollama_url
+
+    return display_url(ollama_url(address) if kind == "ollama" else address)
+
+
+def _server_kind(model: str) -> str:
+    return model.strip().split(":", 1)[0].lower()
+
+
+def resume_server(record: SessionRecord, model: str, options: SessionOptions) -> tuple[str | None, str | None]:
+    """(host, base_url) for resuming `record` with `model`: the server it was recorded with, so a
+    resume never falls back to a default (or an environment variable) that points elsewhere; a
+    different one only when asked for with switch_server."""
+    kind = _server_kind(model)
+    recorded = record.server if kind == _server_kind(record.model) else None
+    asked = options.host if kind == "ollama" else options.base_url if kind == "openai" else None
+    if recorded is None or kind not in ("ollama", "openai"):
+        return options.host, options.base_url
+    if asked is not None and _normalised(kind, asked) != recorded:
+        if not options.switch_server:
+            flag = "--host" if kind == "ollama" else "--base-url"
+            raise UserError(
+                f"session {record.id} was recorded with the server {recorded}; {flag} {asked} would send its "
+                f"prompts elsewhere: add --switch-server to do that, or drop {flag}"
+            )
+        recorded = asked
+    return (recorded, options.base_url) if kind == "ollama" else (options.host, recorded)
 
 
 def make_provider_factory(store: SessionStore, host: str | None, base_url: str | None):
@@ -97,12 +141,14 @@ async def open_session(
     store = store or SessionStore(options.db)
     library = library or TaskLibrary()
     loop_settings = options.loop
+    host, base_url = options.host, options.base_url
     if options.resume is not None:
         record = store.session(options.resume)
         task = library.get(record.task_folder if Path(record.task_folder).is_dir() else record.task)
         if task.fingerprint != record.task_fingerprint:
             raise UserError(f"task {task.name!r} changed since session {record.id} was recorded; start a new session")
         model = options.model or record.model
+        host, base_url = resume_server(record, model, options)
         loop_settings = dataclasses.replace(record.settings, **options.overrides)  # type: ignore[arg-type]
         store.claim(record.id)
         session_id = record.id
@@ -112,7 +158,7 @@ async def open_session(
         task = library.get(options.task)
         model = options.model
     loop_settings.validate()
-    factory = make_provider_factory(store, options.host, options.base_url)
+    factory = make_provider_factory(store, host, base_url)
     provider = factory(model)
     env = environment or await open_environment(settings, options.arch, options.compile_only, options.gpu)
     try:
@@ -124,6 +170,7 @@ async def open_session(
         else:
             store.update_session(session_id, model=model, device=device, arch=env.arch)
             store.set_settings(session_id, loop_settings)
+        store.update_session(session_id, server=server_of(provider))
         judge = env.judge(task, settings)
         nvrtc = env.device.nvrtc_version if env.device else _nvrtc_version()
         builder = PromptBuilder(

@@ -69,16 +69,32 @@ class RoundWatcher(Recorder):
                 self.then()
 
 
-def resume_options(db: Path, session_id: int = 1, **overrides) -> SessionOptions:
-    """--resume ID --compile-only --db DB, with LoopSettings fields given explicitly (rounds=3)."""
+def resume_options(db: Path, session_id: int = 1, switch_server: bool = False, **overrides) -> SessionOptions:
+    """--resume ID --compile-only --db DB, with LoopSettings fields given explicitly (rounds=3), and
+    --switch-server when the resume names another model server than the recorded one."""
     return SessionOptions(
-        task=None, model=None, db=str(db), compile_only=True, arch="sm_90", resume=session_id, overrides=overrides
+        task=None,
+        model=None,
+        db=str(db),
+        compile_only=True,
+        arch="sm_90",
+        resume=session_id,
+        overrides=overrides,
+        switch_server=switch_server,
     )
 
 
-async def resume(db: Path, session_id: int = 1, host: str | None = None, base_url: str | None = None, **overrides):
+async def resume(
+    db: Path,
+    session_id: int = 1,
+    host: str | None = None,
+    base_url: str | None = None,
+    switch_server: bool = False,
+    **overrides,
+):
     """Resume a session in process and run it to its end: (SessionResult, Recorder)."""
-    return await run_session(resume_options(db, session_id, **overrides), host=host, base_url=base_url)
+    opts = resume_options(db, session_id, switch_server, **overrides)
+    return await run_session(opts, host=host, base_url=base_url)
 
 
 def one_line(text: str) -> bool:

@@ -72,7 +72,7 @@ async def test_connection_refused(tmp_path, llm_server, observed):
     assert_kept(watcher.before, snapshot(db))
     with LoopbackLLMServer() as again:
         again.default = GOOD
-        resumed, _ = await resume(db, host=again.url)
+        resumed, _ = await resume(db, host=again.url, switch_server=True)  # a new server, asked for
     after = assert_finished_and_kept(tmp_path, resumed, watcher, {"baseline", "r1-1", "r1-2", "r2-1", "r2-2"})
     observed(f"paused: {result.reason!r}; resumed: {resumed.status}, {len(after)} candidates, round 1 intact")
 
@@ -89,13 +89,13 @@ async def test_dns_failure(tmp_path, llm_server, observed):
     assert first.status == "finished"
     before = snapshot(db)
     started = time.monotonic()
-    result, _ = await resume(db, host=UNRESOLVABLE_URL, rounds=2)
+    result, _ = await resume(db, host=UNRESOLVABLE_URL, switch_server=True, rounds=2)
     took = time.monotonic() - started
     assert result.status == "paused"
     assert one_line(result.reason) and "cannot resolve the host name" in result.reason
     assert "cuda-llm-test.invalid" in result.reason and "OLLAMA_HOST" in result.reason
     assert_kept(before, snapshot(db))
-    resumed, _ = await resume(db, host=llm_server.url, rounds=2)
+    resumed, _ = await resume(db, host=llm_server.url, switch_server=True, rounds=2)
     assert resumed.status == "finished" and set(snapshot(db)) == {"baseline", "r1-1", "r2-1"}
     assert_kept(before, snapshot(db))
     observed(f"paused in {took:.1f} s: {result.reason!r}; resumed: finished")
