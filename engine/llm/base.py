@@ -43,6 +43,10 @@ class GenerateOptions:
     timeout_s: float = 600.0
     # Time allowed for the connection and the first token (a cold model may load for a while).
     first_token_timeout_s: float = 180.0
+    # Bytes one response body may bring (engine/llm/bounded.py). A reply of max_tokens tokens is a
+    # few hundred KB of text plus a hundred or so bytes of framing per streamed chunk: a few MB at
+    # most. A server that sends more is runaway or hostile, and nothing past this is held.
+    max_response_bytes: int = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ ErrorKind = Literal[
     "protocol",  # malformed stream (bad NDJSON/SSE)
     "cut_off",  # the stream ended before the server said it was done
     "empty",  # a reply with no text
+    "too_large",  # the response passed GenerateOptions.max_response_bytes
 ]
 RETRYABLE: frozenset[str] = frozenset(
     {"unreachable", "timeout", "rate_limited", "server_error", "protocol", "cut_off", "empty"}

@@ -104,6 +104,13 @@ class Server:
             "server_error", f"{self.label} reported an error mid-reply: {self.detail(detail)}: check the server's log"
         )
 
+    def too_large(self, limit: int) -> ModelError:
+        return ModelError(
+            "too_large",
+            f"the reply from {self.label} passed {limit / 2**20:g} MiB and was dropped: a runaway server "
+            "(lower --max-tokens, or check the server)",
+        )
+
     def malformed(self, detail: object) -> ModelError:
         return ModelError(
             "protocol",

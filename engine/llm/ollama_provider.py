@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from cuda_llm.engine.errors import UserError
 from cuda_llm.engine.llm.base import Completion, GenerateOptions, Message, ModelError, RequestKey, TokenCallback
+from cuda_llm.engine.llm.bounded import capped_transport, response_cap, too_large
 from cuda_llm.engine.llm.http_errors import Server, retry_after_seconds
 from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
 
@@ -108,6 +109,7 @@ class OllamaProvider:
             host=self.where,
             timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_S),
             event_hooks={"response": [_raise_for_status]},
+            transport=capped_transport(httpx),
         )
 
     def __repr__(self) -> str:
@@ -122,12 +124,15 @@ class OllamaProvider:
     ) -> Completion:
         buffer = ReplyBuffer(options, on_token)
         deadlines = Deadlines(options, buffer)
+        cap = response_cap.set(options.max_response_bytes)
         try:
             return await self._stream(messages, options, buffer, deadlines)
         except Exception as exc:
             error = self._failure(exc, deadlines)
             if error is None:
                 raise
+        finally:
+            response_cap.reset(cap)
         raise error  # outside the except block: the library's exception is not chained on
 
     async def _stream(
@@ -182,6 +187,8 @@ class OllamaProvider:
         server = self._server
         if isinstance(exc, ModelError):
             return exc
+        if (big := too_large(exc)) is not None:
+            return server.too_large(big.limit)
         if isinstance(exc, TimeoutError):  # one of our deadlines
             if deadlines is None:
                 return server.timeout(True, LIST_TIMEOUT_S)

@@ -8,15 +8,18 @@ every text a server sends back is scrubbed of it before it goes into a message.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import os
 from collections.abc import Sequence
 from contextlib import aclosing
+from types import ModuleType
 from typing import Any
 
 import openai
 
 from cuda_llm.engine.llm.base import Completion, GenerateOptions, Message, ModelError, RequestKey, TokenCallback
+from cuda_llm.engine.llm.bounded import capped_transport, response_cap, too_large
 from cuda_llm.engine.llm.http_errors import Server, display_url, retry_after_seconds
 from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
 
@@ -33,6 +36,11 @@ LIST_TIMEOUT_S = 10.0
 _MALFORMED: tuple[type[Exception], ...] = (json.JSONDecodeError, UnicodeDecodeError, AttributeError, TypeError)
 
 
+def _http_library() -> ModuleType:
+    """The HTTP library the openai client is built on: httpx2 from openai 3, httpx before."""
+    return importlib.import_module(openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0])
+
+
 class OpenAIProvider:
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = DEFAULT_KEY_ENV) -> None:
         self.model = model
@@ -43,6 +51,7 @@ class OpenAIProvider:
             base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
             max_retries=0,  # retries are complete_with_retries' job, with the UI told about each one
             timeout=openai.Timeout(None, connect=CONNECT_TIMEOUT_S),
+            http_client=openai.DefaultAsyncHttpxClient(transport=capped_transport(_http_library())),
         )
         self.where = display_url(str(self._client.base_url))
         self._server = Server(
@@ -71,12 +80,15 @@ class OpenAIProvider:
     ) -> Completion:
         buffer = ReplyBuffer(options, on_token)
         deadlines = Deadlines(options, buffer)
+        cap = response_cap.set(options.max_response_bytes)
         try:
             return await self._stream(messages, options, buffer, deadlines)
         except Exception as exc:
             error = self._failure(exc, deadlines, buffer.connected)
             if error is None:
                 raise
+        finally:
+            response_cap.reset(cap)
         raise error  # outside the except block: the library's exception (and its request) is not chained on
 
     async def _stream(
@@ -157,6 +169,8 @@ class OpenAIProvider:
         server = self._server
         if isinstance(exc, ModelError):
             return exc
+        if (big := too_large(exc)) is not None:
+            return server.too_large(big.limit)
         if isinstance(exc, TimeoutError):  # one of our deadlines
             if deadlines is None:
                 return server.timeout(True, LIST_TIMEOUT_S)

@@ -72,15 +72,18 @@ class ReplyBuffer:
             if self.first_activity_s is None:
                 self.first_activity_s = self.elapsed()
             self.chunks += 1
+        limit = self.options.max_tokens
+        max_chars = limit * MAX_CHARS_PER_TOKEN
         if text:
             if self.first_token_s is None:
                 self.first_token_s = self.elapsed()
+            # Cut before holding it: one huge chunk must not be kept whole past the cap.
+            text = text[: max(0, max_chars - self.chars)]
             self.parts.append(text)
             self.chars += len(text)
-            if self.on_token is not None:
+            if self.on_token is not None and text:
                 self.on_token(text)
-        limit = self.options.max_tokens
-        if self.chunks >= limit or self.chars >= limit * MAX_CHARS_PER_TOKEN:
+        if self.chunks >= limit or self.chars >= max_chars:
             self.cut_at_max_tokens = True
             return False
         return True

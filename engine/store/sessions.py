@@ -6,6 +6,7 @@ kill -9 loses at most the requests still in flight, and `--resume` continues fro
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -98,6 +99,14 @@ def _storable(text: str | None) -> str | bytes | None:
 
 def _text(value: str | bytes | None) -> str | None:
     return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+
+
+def _completion(stored: str | None, reply: str | None) -> Completion | None:
+    """A completion as recorded, its text taken from the reply column (older rows hold it twice)."""
+    if not stored:
+        return None
+    completion = serialize.load(Completion, json.loads(stored))
+    return dataclasses.replace(completion, text=reply) if reply is not None else completion
 
 
 def _wrap(exc: sqlite3.Error, path: Path) -> StoreError:
@@ -342,7 +351,9 @@ class SessionStore:
                     key.slot,
                     origin,
                     _storable(reply),
-                    json.dumps(serialize.dump(completion)) if completion else None,
+                    # The reply's text is in `reply`; the completion keeps only its facts (tokens,
+                    # times, finish reason), so no reply is stored twice.
+                    json.dumps(serialize.dump(dataclasses.replace(completion, text=""))) if completion else None,
                     time.time(),
                 ),
             )
@@ -431,9 +442,7 @@ class SessionStore:
                     slot=r["slot"],
                     origin=r["origin"],
                     reply=_text(r["reply"]),
-                    completion=serialize.load(Completion, json.loads(r["completion_json"]))
-                    if r["completion_json"]
-                    else None,
+                    completion=_completion(r["completion_json"], _text(r["reply"])),
                     status=r["status"],
                     message=r["message"],
                     median_us=r["median_us"],

@@ -17,6 +17,8 @@ from .wire import FAST, FAST_RETRY, KEY, PROMPT, Wire
 # Stalls are shorter than the server's own stall, and the server's stall ends at teardown.
 STALL_S = 2.0
 TIGHT = dataclasses.replace(FAST, first_token_timeout_s=0.5, timeout_s=0.5)
+# A response cap small enough to test with a reply of a few MB (the default is 16 MiB).
+CAPPED = dataclasses.replace(FAST, max_response_bytes=1 << 20)
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ FAULTS = [
     Fault("error-line", Reply.error_line("model runner crashed"), "server_error", "model runner crashed"),
     Fault("empty", Reply.empty(), "empty", "try another model"),
     Fault("whitespace", Reply.text("  \n", "\n"), "empty", "try another model"),
+    # One streamed line of 3 MB: held by nobody past the 1 MiB cap, and not asked for again.
+    Fault("one-chunk flood", Reply.text("x" * (3 << 20)), "too_large", "passed 1 MiB", CAPPED),
 ]
 RETRYABLE = [f for f in FAULTS if ModelError(f.kind, "").retryable]  # type: ignore[arg-type]
 FINAL = [f for f in FAULTS if f not in RETRYABLE]
@@ -102,7 +106,7 @@ async def test_final_fault_is_not_retried(wire: Wire, fault: Fault) -> None:
 
     with pytest.raises(ModelError) as caught:
         await complete_with_retries(
-            wire.provider(), PROMPT, FAST, KEY, policy=FAST_RETRY, on_retry=lambda n, e, d: retries.append(n)
+            wire.provider(), PROMPT, fault.options, KEY, policy=FAST_RETRY, on_retry=lambda n, e, d: retries.append(n)
         )
 
     assert caught.value.kind == fault.kind
@@ -280,5 +284,6 @@ def test_every_error_kind_but_one_is_played_by_a_fault() -> None:
         "protocol",
         "cut_off",
         "empty",
+        "too_large",
     }
     assert RetryPolicy().retry_kinds == {f.kind for f in RETRYABLE} | {"unreachable"}
