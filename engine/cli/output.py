@@ -3,10 +3,52 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from cuda_llm.engine.terminal import terminal_safe
+
+
+class TerminalSafe(io.TextIOBase):
+    """A text stream that shows every control character written to it as a visible escape
+    (engine/terminal.py). The headless commands print text that came from outside (replies, compiler
+    logs, server errors); wrapped at the output layer, none of it can act on the terminal, whichever
+    command prints it. JSON output is unchanged: json.dumps escapes control characters itself."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        self._inner.write(terminal_safe(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._inner.flush()
+
+    def isatty(self) -> bool:
+        return self._inner.isatty()
+
+    def fileno(self) -> int:
+        return self._inner.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._inner, "encoding", "utf-8")
+
+
+@contextmanager
+def terminal_safe_output() -> Iterator[None]:
+    """stdout and stderr made TerminalSafe for the duration (the headless commands, not the TUI)."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalSafe(out), TerminalSafe(err)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 def to_jsonable(value: Any) -> Any:
