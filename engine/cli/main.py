@@ -36,17 +36,18 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    from cuda_llm.engine.cli.output import error
+    from cuda_llm.engine.cli.output import error, terminal_safe_output
     from cuda_llm.engine.errors import UserError
 
-    try:
-        return int(args.func(args) or 0)
-    except UserError as exc:
-        error(str(exc))
-        return 2
-    except KeyboardInterrupt:
-        error("interrupted")
-        return 130
+    with terminal_safe_output():
+        try:
+            return int(args.func(args) or 0)
+        except UserError as exc:
+            error(str(exc))
+            return 2
+        except KeyboardInterrupt:
+            error("interrupted")
+            return 130
 
 
 def main(argv: list[str] | None = None) -> int:
