@@ -1,7 +1,8 @@
 """`cuda-llm run TASK --model SPEC --headless`: the FSR loop without the TUI.
 
-Ctrl-C stops cleanly after recording what is done (a second Ctrl-C exits at once); the session can
-be continued with `--resume ID`. Exit codes: 0 finished or stopped, 3 paused (resumable), 1 failed.
+Ctrl-C stops cleanly: model requests in flight (and their retries) are cancelled, what is recorded
+stays, and a second Ctrl-C exits at once; the session can be continued with `--resume ID`.
+Exit codes: 0 finished or stopped, 3 paused (resumable), 1 failed.
 """
 
 from __future__ import annotations
@@ -131,7 +132,8 @@ async def run_headless(options, as_json: bool) -> int:
         presses += 1
         if presses == 1:
             print(
-                "\ncuda-llm: stopping after the work in flight is recorded (Ctrl-C again to quit now)",
+                "\ncuda-llm: stopping: requests in flight are cancelled, everything recorded stays "
+                "(Ctrl-C again to quit now)",
                 file=sys.stderr,
             )
             control.stop()

@@ -7,8 +7,12 @@ while it waits for a decision. Nothing here touches the GPU or the network.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
+
+T = TypeVar("T")
 
 DecisionKind = Literal["accept", "reject"]
 
@@ -103,6 +107,30 @@ class Controller:
     async def wait_running(self) -> None:
         """Return when not paused (or stopped)."""
         await self._running.wait()
+
+    async def unless_stopped(self, work: Awaitable[T]) -> T | None:
+        """`work`'s result, or None if the session is stopped first, in which case `work` is
+        cancelled at once: a request to a hung server, or one waiting to be retried, must not hold
+        a stop for minutes."""
+        if self.stopped:
+            if asyncio.iscoroutine(work):
+                work.close()
+            return None
+        task = asyncio.ensure_future(work)
+        stop = asyncio.ensure_future(self._stopped.wait())
+        try:
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # the caller itself was cancelled: the work goes down with it
+            task.cancel()
+            raise
+        finally:
+            stop.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return None
 
     async def wait_decision(self, label: str) -> Decision | Edit | None:
         """The person's decision on `label`, an edit they submitted meanwhile, or None when stopped

@@ -242,6 +242,8 @@ class FsrLoop:
             self.store.record_prompt(self.sid, r, attempt, prompt)
             self.emit(ev.RoundStarted(self.sid, r, attempt, tuple(prompt), self.settings.candidates))
             judged = await self._request_batch(state, r, attempt, prompt)
+            if self.control.stopped and len(judged) < self.settings.candidates:
+                return  # requests were cancelled: the round stays open, and --resume asks again
             if any(j.is_correct or j.status == "compiled" for j in judged) or self.control.stopped:
                 break
             if self._stop_rule(state):
@@ -285,18 +287,25 @@ class FsrLoop:
                     options, seed=options.seed + 7919 * key.round + 104729 * key.attempt + key.slot
                 )
             try:
-                completion = await complete_with_retries(
-                    self.provider,
-                    prompt,
-                    options,
-                    key,
-                    policy=self.settings.retry,
-                    on_token=lambda text: self.emit(ev.TokensStreamed(self.sid, label, text)),
-                    on_retry=lambda n, err, delay: self.emit(ev.RequestRetrying(self.sid, label, n, delay, str(err))),
+                # A stop cancels the request at once, retries included (nothing of it is recorded).
+                completion = await self.control.unless_stopped(
+                    complete_with_retries(
+                        self.provider,
+                        prompt,
+                        options,
+                        key,
+                        policy=self.settings.retry,
+                        on_token=lambda text: self.emit(ev.TokensStreamed(self.sid, label, text)),
+                        on_retry=lambda n, err, delay: self.emit(
+                            ev.RequestRetrying(self.sid, label, n, delay, str(err))
+                        ),
+                    )
                 )
             except ModelError as exc:
                 self.emit(ev.ModelFailed(self.sid, label, exc.kind, str(exc)))
                 return exc
+            if completion is None:
+                return None
             reply = completion.text
             try:
                 self.store.record_reply(self.sid, label, key, self._origin(), reply, completion)

@@ -112,13 +112,14 @@ def test_sigkill_mid_round_then_resume(tmp_path, llm_server, observed):
 
 @pytest.mark.fault(
     GROUP,
-    "Ctrl-C (SIGINT) in headless mode",
-    "clean stop once the work in flight is recorded: status 'stopped', exit code 0; --resume finishes",
+    "Ctrl-C (SIGINT) in headless mode while the server hangs",
+    "stops at once (the hung request is cancelled, not waited for or retried): status 'stopped', exit "
+    "code 0; --resume asks again and finishes",
 )
 def test_ctrl_c_headless_then_resume(tmp_path, llm_server, observed):
     db = tmp_path / "sessions.db"
     env = cli_env(tmp_path)
-    stall = 1.5  # round 2's reply is in flight for this long when Ctrl-C lands
+    stall = 60.0  # round 2's request hangs this long: far longer than a stop may take
     llm_server.script(GOOD, Reply.stall_first(stall, reply()))
     llm_server.default = GOOD
     proc = cli(
@@ -130,12 +131,12 @@ def test_ctrl_c_headless_then_resume(tmp_path, llm_server, observed):
     out, err = proc.communicate(timeout=60)
     took = time.monotonic() - pressed
     assert proc.returncode == 0, err
+    assert took < 10, f"the stop waited {took:.1f} s"
     assert "session 1: stopped (stopped by the user)" in out
-    assert "stopping after the work in flight is recorded" in err and "Traceback" not in err
+    assert "stopping: requests in flight are cancelled" in err and "Traceback" not in err
     assert session_row(db)[0] == "stopped"
     before = snapshot(db)
-    assert set(before) == {"baseline", "r1-1", "r2-1"}, "the reply in flight was recorded and judged"
-    assert before["r2-1"][0] == "compiled"
+    assert set(before) == {"baseline", "r1-1"}, "the hung request was cancelled: nothing of it is recorded"
 
     resumed = cli("run", "--resume", "1", *common(db, llm_server), env=env)
     out2, err2 = resumed.communicate(timeout=120)
@@ -145,22 +146,29 @@ def test_ctrl_c_headless_then_resume(tmp_path, llm_server, observed):
     assert set(after) == {"baseline", "r1-1", "r2-1", "r3-1"}
     assert_kept(before, after)
     assert integrity(db) == "ok" and session_row(db)[0] == "finished"
-    observed(f"stopped {took:.1f} s after Ctrl-C (a {stall} s reply was in flight), exit 0; resumed: finished")
+    observed(
+        f"stopped {took:.1f} s after Ctrl-C (a request hanging for {stall:.0f} s was cancelled), exit 0; "
+        "resumed: finished"
+    )
 
 
 @pytest.mark.fault(
     GROUP,
-    "Ctrl-C twice in headless mode while a reply hangs",
-    "the second Ctrl-C quits at once (exit code 130, one line, no traceback); --resume finishes",
+    "Ctrl-C twice in headless mode while a compile bomb holds the stop",
+    "the second Ctrl-C quits at once (exit code 130, one line, no traceback); what was recorded stays",
 )
 def test_ctrl_c_twice_quits_at_once(tmp_path, llm_server, observed):
+    from faults.test_sources import BOMB_KERNEL
+
     db = tmp_path / "sessions.db"
     env = cli_env(tmp_path)
-    # A clean stop waits for the request in flight; this one would hang for STALL_S.
-    llm_server.script(GOOD, Reply.stall_first(STALL_S, reply()))
+    # A clean stop cancels model requests but lets the judging of a received reply finish: this one
+    # compiles until the compile time limit (30 s).
+    llm_server.script(GOOD, chunked(reply(BOMB_KERNEL)))
     llm_server.default = GOOD
     proc = new_run(db, llm_server, env, n=1, d=3)
     wait_for("round 2's request", lambda: len(llm_server.chat_requests) >= 2, proc)
+    wait_for("round 2's reply to be recorded", lambda: "r2-1" in snapshot(db), proc)
     pressed = time.monotonic()
     proc.send_signal(signal.SIGINT)
     time.sleep(0.3)
@@ -169,17 +177,10 @@ def test_ctrl_c_twice_quits_at_once(tmp_path, llm_server, observed):
     took = time.monotonic() - pressed
     assert proc.returncode == 130, err
     assert err.strip().endswith("cuda-llm: interrupted") and "Traceback" not in err
-    assert took < STALL_S / 2, "it did not wait for the hanging reply"
-    before = snapshot(db)
-    assert set(before) == {"baseline", "r1-1"}
-
-    resumed = cli("run", "--resume", "1", *common(db, llm_server), env=env)
-    out2, err2 = resumed.communicate(timeout=120)
-    assert resumed.returncode == 0, err2
-    assert "session 1: finished" in out2
-    assert_kept(before, snapshot(db))
-    assert set(snapshot(db)) == {"baseline", "r1-1", "r2-1", "r3-1"} and integrity(db) == "ok"
-    observed(f"quit {took:.1f} s after the first Ctrl-C, exit 130 'interrupted'; resumed: finished")
+    assert took < 10, "it did not wait for the compile"
+    after = snapshot(db)
+    assert set(after) == {"baseline", "r1-1", "r2-1"} and integrity(db) == "ok"
+    observed(f"quit {took:.1f} s after the first Ctrl-C, exit 130 'interrupted'; round 2's reply kept")
 
 
 # ---- the disk fills up ---------------------------------------------------------------------------
