@@ -280,27 +280,31 @@ class FsrLoop:
         else:
             if self.control.stopped:
                 return None
-            self.emit(ev.RequestStarted(self.sid, label, key.round, key.attempt, key.slot))
             options = self.settings.generate
             if options.seed is not None:
                 options = dataclasses.replace(
                     options, seed=options.seed + 7919 * key.round + 104729 * key.attempt + key.slot
                 )
+            request = asyncio.ensure_future(
+                complete_with_retries(
+                    self.provider,
+                    prompt,
+                    options,
+                    key,
+                    policy=self.settings.retry,
+                    on_token=lambda text: self.emit(ev.TokensStreamed(self.sid, label, text)),
+                    on_retry=lambda n, err, delay: self.emit(ev.RequestRetrying(self.sid, label, n, delay, str(err))),
+                )
+            )
+            try:
+                await asyncio.sleep(0)  # it begins (a manual request registers itself), then the UI hears of it
+            except BaseException:
+                request.cancel()
+                raise
+            self.emit(ev.RequestStarted(self.sid, label, key.round, key.attempt, key.slot))
             try:
                 # A stop cancels the request at once, retries included (nothing of it is recorded).
-                completion = await self.control.unless_stopped(
-                    complete_with_retries(
-                        self.provider,
-                        prompt,
-                        options,
-                        key,
-                        policy=self.settings.retry,
-                        on_token=lambda text: self.emit(ev.TokensStreamed(self.sid, label, text)),
-                        on_retry=lambda n, err, delay: self.emit(
-                            ev.RequestRetrying(self.sid, label, n, delay, str(err))
-                        ),
-                    )
-                )
+                completion = await self.control.unless_stopped(request)
             except ModelError as exc:
                 self.emit(ev.ModelFailed(self.sid, label, exc.kind, str(exc)))
                 return exc
