@@ -91,7 +91,7 @@ def test_eval_of_a_reply_with_a_compile_error_exits_1_and_names_the_line(tmp_pat
         (["eval", "no_such_task", "x.md"], "unknown task 'no_such_task'"),
         (["run", "vector_add", "--model", "gopher:7b", "--headless", "--compile-only"], "unknown model spec"),
         (["run", "vector_add", "--headless"], "run needs TASK and --model"),
-        (["export", "999"], "no session 999"),
+        (["export", "999"], "no session database at"),
     ],
 )
 def test_user_mistakes_are_one_line_and_exit_2(tmp_path, args, message):

@@ -69,7 +69,7 @@ def session_report(store: SessionStore, session_id: int) -> dict[str, Any]:
         "model": s.model,
         "device": s.device,
         "arch": s.arch,
-        "status": s.status,
+        "status": s.shown_status,
         "status_message": s.status_message,
         "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(s.created_at)),
         "settings": serialize.dump(s.settings),

@@ -14,7 +14,7 @@ from cuda_llm.engine.cli.output import error, print_json, table
 def list_sessions(args: argparse.Namespace) -> int:
     from cuda_llm.engine.store.sessions import SessionStore
 
-    store = SessionStore(args.db)
+    store = SessionStore(args.db, read_only=True)
     try:
         records = store.sessions(args.limit)
         if args.json:
@@ -25,7 +25,7 @@ def list_sessions(args: argparse.Namespace) -> int:
                         "task": s.task,
                         "model": s.model,
                         "device": s.device,
-                        "status": s.status,
+                        "status": s.shown_status,
                         "best": s.best_label,
                         "tokens": s.tokens_used,
                         "created": s.created_at,
@@ -41,7 +41,7 @@ def list_sessions(args: argparse.Namespace) -> int:
                 time.strftime("%m-%d %H:%M", time.localtime(s.created_at)),
                 s.task,
                 s.model,
-                s.status,
+                s.shown_status,
                 s.best_label or "-",
                 s.tokens_used,
                 s.device,
@@ -61,7 +61,7 @@ def export(args: argparse.Namespace) -> int:
     from cuda_llm.engine.cli.report import markdown, session_report
     from cuda_llm.engine.store.sessions import SessionStore
 
-    store = SessionStore(args.db)
+    store = SessionStore(args.db, read_only=True)
     try:
         report = session_report(store, args.id)
     finally:
@@ -91,7 +91,7 @@ def replay(args: argparse.Namespace) -> int:
     from cuda_llm.engine.cli.run_cmd import run_headless, session_options
     from cuda_llm.engine.store.sessions import SessionStore
 
-    store = SessionStore(args.db)
+    store = SessionStore(args.db, read_only=True)
     try:
         record = store.session(args.id)
     finally:

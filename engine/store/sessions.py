@@ -62,6 +62,19 @@ class SessionRecord:
     # Versions and device facts needed to reproduce the session's figures (JSON object).
     environment: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def shown_status(self) -> str:
+        """The status to show: `interrupted` for a session marked running whose process on this
+        machine is gone (killed, or the machine restarted); it continues with --resume."""
+        if (
+            self.status == "running"
+            and self.owner_pid
+            and self.owner_host == socket.gethostname()
+            and not _alive(self.owner_pid)
+        ):
+            return "interrupted"
+        return self.status
+
 
 @dataclass(frozen=True)
 class CandidateRecord:
@@ -101,6 +114,12 @@ def _text(value: str | bytes | None) -> str | None:
     return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
 
+def _column(row: sqlite3.Row, name: str, default: Any = None) -> Any:
+    """A column that a file of an older schema, opened read-only and so never migrated, may lack."""
+    names = row.keys()  # (a Row's `in` looks at its values, not its column names)
+    return row[name] if name in names else default
+
+
 def _completion(stored: str | None, reply: str | None) -> Completion | None:
     """A completion as recorded, its text taken from the reply column (older rows hold it twice)."""
     if not stored:
@@ -116,8 +135,15 @@ def _wrap(exc: sqlite3.Error, path: Path) -> StoreError:
             f"cannot write the session database {path}: the disk is full; free space and "
             "resume the session (nothing recorded so far is lost)"
         )
+    if "malformed" in text or "disk i/o error" in text.lower() or "not a database" in text:
+        return StoreError(
+            f"the session database {path} is damaged ({text}): `sqlite3 {path} .recover` saves what it "
+            "holds; use --db to start another file"
+        )
     if "readonly" in text or "read-only" in text:
         return StoreError(f"the session database {path} is read-only; use --db to choose another file")
+    if "unable to open" in text:
+        return StoreError(f"cannot open the session database {path} ({text}): check the folder, or use --db")
     if "locked" in text or "busy" in text:
         return StoreError(
             f"the session database {path} is locked by another cuda-llm process; try again when it is done, or use --db"
@@ -126,22 +152,32 @@ def _wrap(exc: sqlite3.Error, path: Path) -> StoreError:
 
 
 class SessionStore:
-    def __init__(self, path: Path | str | None = None) -> None:
+    def __init__(self, path: Path | str | None = None, *, read_only: bool = False) -> None:
+        """`read_only`: for the commands that only read (sessions, export): nothing is created,
+        written or migrated, and a file on read-only media or without write permission opens."""
         self.path = Path(path) if path else default_db_path()
+        self.read_only = read_only
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(
-                self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
-            )
+            if read_only:
+                self.db = self._connect_read_only()
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.db = sqlite3.connect(
+                    self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+                )
             self.db.row_factory = sqlite3.Row
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             # Before anything is written (WAL mode is written into the file's header): a file this
             # version must not touch is refused as it was found.
             self._check_version()
-            self.db.execute("PRAGMA journal_mode = WAL")
-            self.db.execute("PRAGMA synchronous = NORMAL")
-            self.db.execute("PRAGMA foreign_keys = ON")
-            self._migrate()
+            if not read_only:
+                self.db.execute("PRAGMA journal_mode = WAL")
+                self.db.execute("PRAGMA synchronous = NORMAL")
+                self.db.execute("PRAGMA foreign_keys = ON")
+                self._migrate()
+        except OSError as exc:
+            self._close_quietly()
+            raise StoreError(f"cannot open the session database {self.path} ({exc.strerror}): use --db") from None
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
             if "file is not a database" in str(exc):
@@ -152,6 +188,22 @@ class SessionStore:
         except BaseException:
             self._close_quietly()
             raise
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        if not self.path.is_file():
+            raise StoreError(
+                f"no session database at {self.path}: sessions are recorded there once one runs (or use --db)"
+            )
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+            return db
+        except sqlite3.OperationalError:
+            # On read-only media SQLite cannot create the WAL index next to a WAL-mode file; an
+            # immutable open reads the file as it is (nothing else can be writing there anyway).
+            db.close()
+            return sqlite3.connect(f"{uri}&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
 
     def _close_quietly(self) -> None:
         db = getattr(self, "db", None)
@@ -207,6 +259,18 @@ class SessionStore:
         with self._tx() as db:
             return db.execute(sql, params)
 
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        """A read, all rows fetched, any SQLite error (a damaged page, a vanished file) made one
+        clear StoreError: reads run long after the open that checked the file."""
+        try:
+            return self.db.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise _wrap(exc, self.path) from None
+
+    def _row(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
+        rows = self._rows(sql, params)
+        return rows[0] if rows else None
+
     def integrity_ok(self) -> bool:
         return self.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
@@ -257,21 +321,21 @@ class SessionStore:
             status=row["status"],
             status_message=row["status_message"],
             best_label=row["best_label"],
-            tokens_used=row["tokens_used"],
-            owner_pid=row["owner_pid"],
-            owner_host=row["owner_host"],
-            server=row["server"],
-            environment=json.loads(row["environment_json"]) if row["environment_json"] else {},
+            tokens_used=_column(row, "tokens_used", 0),
+            owner_pid=_column(row, "owner_pid"),
+            owner_host=_column(row, "owner_host"),
+            server=_column(row, "server"),
+            environment=json.loads(_column(row, "environment_json") or "{}"),
         )
 
     def session(self, session_id: int) -> SessionRecord:
-        row = self.db.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        row = self._row("SELECT * FROM sessions WHERE id = ?", (session_id,))
         if row is None:
             raise StoreError(f"no session {session_id} in {self.path}; `cuda-llm sessions` lists them")
         return self._row_to_session(row)
 
     def sessions(self, limit: int = 100) -> list[SessionRecord]:
-        rows = self.db.execute("SELECT * FROM sessions ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+        rows = self._rows("SELECT * FROM sessions ORDER BY id DESC LIMIT ?", (limit,))
         return [self._row_to_session(r) for r in rows]
 
     def update_session(self, session_id: int, **fields: Any) -> None:
@@ -317,10 +381,10 @@ class SessionStore:
         )
 
     def prompt(self, session_id: int, round_: int, attempt: int) -> list[Message] | None:
-        row = self.db.execute(
+        row = self._row(
             "SELECT messages_json FROM prompts WHERE session_id=? AND round=? AND attempt=?",
             (session_id, round_, attempt),
-        ).fetchone()
+        )
         return serialize.load(list[Message], json.loads(row[0])) if row else None
 
     def record_reply(
@@ -423,15 +487,13 @@ class SessionStore:
         )
 
     def rounds(self, session_id: int) -> list[dict[str, Any]]:
-        rows = self.db.execute(
-            "SELECT summary_json FROM rounds WHERE session_id=? ORDER BY round", (session_id,)
-        ).fetchall()
+        rows = self._rows("SELECT summary_json FROM rounds WHERE session_id=? ORDER BY round", (session_id,))
         return [json.loads(r[0]) for r in rows]
 
     def candidates(self, session_id: int) -> list[CandidateRecord]:
-        rows = self.db.execute(
+        rows = self._rows(
             "SELECT * FROM candidates WHERE session_id=? ORDER BY round, attempt, slot, id", (session_id,)
-        ).fetchall()
+        )
         out = []
         for r in rows:
             out.append(
@@ -458,11 +520,11 @@ class SessionStore:
     def replies(self, session_id: int) -> dict[RequestKey, str]:
         """The model replies of a session by request key (what `replay:ID` plays back)."""
         self.session(session_id)
-        rows = self.db.execute(
+        rows = self._rows(
             "SELECT round, attempt, slot, reply FROM candidates WHERE session_id=? AND "
             "origin IN ('model', 'replay') AND reply IS NOT NULL",
             (session_id,),
-        ).fetchall()
+        )
         return {RequestKey(r[0], r[1], r[2]): _text(r[3]) for r in rows}
 
 

@@ -4,11 +4,15 @@ version must migrate or must not touch. The kills and signals go to the real CLI
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
+import json
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -390,3 +394,80 @@ def test_another_programs_database(tmp_path, capsys, observed):
     assert one_line(err) and "is a database of another program, not a cuda-llm session database" in err
     assert after == before, "no cuda-llm table was added to the other program's file"
     observed(f"exit {code}: {short(err, tmp_path)!r}; file unchanged")
+
+
+async def one_recorded_session(tmp_path, server) -> Path:
+    server.default = GOOD
+    result, _ = await run_session(options(tmp_path, "ollama:loop-model", candidates=2, rounds=2), host=server.url)
+    assert result.status == "finished"
+    return tmp_path / "sessions.db"
+
+
+@pytest.mark.fault(
+    GROUP,
+    "a database whose pages are damaged (bytes overwritten mid-file)",
+    "every command that reads it says so in one line (exit 2, no traceback) and names the recovery",
+)
+def test_damaged_database(tmp_path, llm_server, capsys, observed):
+    db = asyncio.run(one_recorded_session(tmp_path, llm_server))
+    data = bytearray(db.read_bytes())
+    assert len(data) > 4 * 4096, "several pages to damage"
+    for page in range(1, len(data) // 4096):  # keep the header page, garble every other one
+        data[page * 4096 + 8 : page * 4096 + 4096] = bytes([0xA5]) * (4096 - 8)
+    db.write_bytes(bytes(data))
+    seen = {}
+    for args in (
+        ["sessions"],
+        ["export", "1", "--out", str(tmp_path / "out")],
+        ["run", "--resume", "1", "--headless", "--compile-only"],
+        ["replay", "1", "--compile-only"],
+    ):
+        code = cuda_llm([*args, "--db", str(db)])
+        err = capsys.readouterr().err
+        assert code == 2 and one_line(err) and "Traceback" not in err, (args, err)
+        assert "damaged" in err or "not a cuda-llm session database" in err, (args, err)
+        seen[args[0]] = err.strip()
+    observed(f"exit 2 from sessions, export, run --resume, replay: {short(seen['export'], tmp_path)!r}")
+
+
+@pytest.mark.fault(
+    GROUP,
+    "`sessions` and `export` read the database read-only; `sessions` with a mistyped --db",
+    "the file is left byte for byte; the listing and the export work; a mistyped path creates nothing",
+)
+def test_reading_commands_write_nothing(tmp_path, llm_server, capsys, observed):
+    db = asyncio.run(one_recorded_session(tmp_path, llm_server))
+    before = {p.name: digest(p) for p in tmp_path.iterdir() if p.name.startswith("sessions.db")}
+    assert cuda_llm(["sessions", "--db", str(db)]) == 0
+    listing = capsys.readouterr().out
+    assert cuda_llm(["export", "1", "--db", str(db), "--out", str(tmp_path / "exported")]) == 0
+    capsys.readouterr()
+    # (SQLite may add its -wal and -shm side files for a reader, where the folder allows.)
+    assert digest(db) == before["sessions.db"], "the database file is unchanged"
+    assert "vector_add" in listing and (tmp_path / "exported" / "report.json").is_file()
+    code = cuda_llm(["sessions", "--db", str(tmp_path / "typo" / "x.db")])
+    err = capsys.readouterr().err
+    assert code == 2 and "no session database at" in err and not (tmp_path / "typo").exists()
+    observed("listing and export read the file as it was; a mistyped --db creates nothing: " + short(err, tmp_path))
+
+
+@pytest.mark.fault(
+    GROUP,
+    "a session whose process is gone without a trace (kill -9, power loss)",
+    "listed as 'interrupted', not 'running'; --resume continues it",
+)
+async def test_a_session_whose_process_is_gone_shows_interrupted(tmp_path, llm_server, capsys, observed):
+    db = await one_recorded_session(tmp_path, llm_server)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    store = SessionStore(db)
+    try:
+        store.update_session(1, status="running", owner_pid=gone.pid)
+    finally:
+        store.close()
+    assert cuda_llm(["sessions", "--db", str(db), "--json"]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)
+    assert listed["status"] == "interrupted"
+    resumed, _ = await resume(db, host=llm_server.url, rounds=3)
+    assert resumed.status == "finished"
+    observed("listed as interrupted; --resume finished it")
