@@ -1,6 +1,6 @@
 """The process and the machine: kills, Ctrl-C, a full disk, a second instance, database files this
 version must migrate or must not touch. The kills and signals go to the real CLI in a child process
-(`python -m app.launcher run ... --headless --compile-only`); the rest run in process."""
+(`python -m cuda_llm.app.launcher run ... --headless --compile-only`); the rest run in process."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_help_lists_the_tui_options_without_importing_textual():
     code = (
         "import sys, io, contextlib\n"
-        "from app.launcher import main\n"
+        "from cuda_llm.app.launcher import main\n"
         "out = io.StringIO()\n"
         "with contextlib.redirect_stdout(out):\n"
         "    rc = main(['--help'])\n"
@@ -27,6 +27,6 @@ def test_help_lists_the_tui_options_without_importing_textual():
 
 def test_headless_manual_is_refused_in_one_line():
     argv = "['run', 'vector_add', '--model', 'manual', '--headless']"
-    code = f"from app.launcher import main; raise SystemExit(main({argv}))"
+    code = f"from cuda_llm.app.launcher import main; raise SystemExit(main({argv}))"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "needs the terminal UI" in done.stderr

@@ -1,4 +1,4 @@
-"""End to end in a real terminal: `cuda-llm` (python -m app.launcher) in a detached tmux session
+"""End to end in a real terminal: `cuda-llm` (python -m cuda_llm.app.launcher) in a detached tmux session
 against the loopback model server, compile-only. Keys go in with send-keys; the screen comes back
 with capture-pane. Skipped cleanly where tmux is missing."""
 
@@ -74,7 +74,7 @@ def test_a_session_in_tmux(tmp_path, llm_server):
     home = tmp_path / "home"
     env = f"CUDA_LLM_HOME={home} PYTHONPATH={ROOT} OLLAMA_HOST={llm_server.url}"
     app = (
-        f"{sys.executable} -m app.launcher --compile-only --arch sm_90 --candidates 1 --rounds 1 "
+        f"{sys.executable} -m cuda_llm.app.launcher --compile-only --arch sm_90 --candidates 1 --rounds 1 "
         f"--model ollama:loop-model --db {tmp_path / 'sessions.db'}"
     )
     tmux = Tmux("tui")
