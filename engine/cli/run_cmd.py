@@ -166,7 +166,7 @@ def resume_command(session_id: int, db: str | None, provider) -> str:
     """The command that continues a session where it stopped: its database, its model server."""
     import shlex
 
-    from cuda_llm.engine.fsr.session import server_of
+    from cuda_llm.engine.llm.spec import server_of
 
     words = ["cuda-llm", "run", "--resume", str(session_id), "--headless"]
     if db:

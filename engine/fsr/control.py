@@ -78,8 +78,12 @@ class Controller:
     def set_rounds(self, d: int) -> None:
         self.pending["rounds"] = d
 
-    def set_model(self, spec: str) -> None:
+    def set_model(self, spec: str, server: str | None = None) -> None:
+        """A model for the requests still to come; `server` (an ollama host or an OpenAI-compatible
+        base URL) moves it to another server. Taken at the next round, or at once by a paused one."""
         self.pending["model"] = spec
+        if server:
+            self.pending["server"] = server
 
     def set_auto_accept(self, on: bool) -> None:
         self.auto_accept = on

@@ -35,6 +35,33 @@ class SessionStarted(Event):
 
 
 @dataclass(frozen=True)
+class RestoredCandidate:
+    """One candidate of a resumed session, as recorded."""
+
+    label: str
+    round: int
+    attempt: int
+    slot: int
+    reply: str | None
+    judgement: Judgement | None  # its last verdict (None: received, never judged)
+    decision: str | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class HistoryRestored(Event):
+    """What a resumed session had recorded before this run, in one event, so a consumer can show
+    the whole session (every round, candidate, verdict, decision and the best) and not only what
+    happens from now on."""
+
+    candidates: tuple[RestoredCandidate, ...]
+    rounds: tuple[dict, ...]  # each finished round's summary as the store keeps it
+    prompts: tuple[tuple[int, int, tuple[Message, ...]], ...]  # (round, attempt, messages)
+    best: Judgement  # the best as restored (re-timed on this GPU when there is one)
+    tokens_used: int
+
+
+@dataclass(frozen=True)
 class LibraryTimed(Event):
     """The vendor library's figure for the task on this GPU, timed once at the session's start
     (engine/gpu/library.py), or why there is none: a second yardstick beside the baseline."""

@@ -29,6 +29,7 @@ from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Candidate, Compiled,
 from cuda_llm.engine.judge.metrics import ROOFLINE_NAME, figures
 from cuda_llm.engine.llm.base import Message, ModelError, ModelProvider, RequestKey
 from cuda_llm.engine.llm.retry import complete_with_retries
+from cuda_llm.engine.llm.spec import server_of
 from cuda_llm.engine.settings import LoopSettings
 from cuda_llm.engine.store.sessions import CandidateRecord, SessionStore, StoreError
 
@@ -79,7 +80,7 @@ class FsrLoop:
         settings: LoopSettings,
         control: Controller,
         bus: ev.EventBus,
-        provider_factory: Callable[[str], ModelProvider] | None = None,
+        provider_factory: Callable[[str, str | None], ModelProvider] | None = None,
     ) -> None:
         self.sid = session_id
         self.judge = judge
@@ -171,7 +172,21 @@ class FsrLoop:
         if rounds:
             last = [r for r in self._records.values() if r.round == state.round and r.judgement]
             state.last_failures = [r.judgement for r in last if r.judgement.failed]
+        if self._records or rounds:
+            self._emit_history(state, rounds)
         return state
+
+    def _emit_history(self, state: LoopState, rounds: list[dict]) -> None:
+        records = [r for r in self._records.values() if r.label != BASELINE_LABEL]
+        keys = sorted({(r.round, r.attempt) for r in records})
+        prompts = tuple((r, a, tuple(p)) for r, a in keys if (p := self.store.prompt(self.sid, r, a)) is not None)
+        restored = tuple(
+            ev.RestoredCandidate(
+                r.label, r.round, r.attempt, r.slot, r.reply, r.judgement, r.decision, r.decision_reason or ""
+            )
+            for r in records
+        )
+        self.emit(ev.HistoryRestored(self.sid, restored, tuple(rounds), prompts, state.best, state.tokens))
 
     async def _rounds(self, state: LoopState) -> str:
         while True:
@@ -210,9 +225,10 @@ class FsrLoop:
             self.settings = dataclasses.replace(self.settings, **updates)
             self.store.set_settings(self.sid, self.settings)
         if "model" in changes and self.provider_factory is not None:
-            self.provider = self.provider_factory(str(changes["model"]))
-            self.store.update_session(self.sid, model=self.provider.spec)
-        self.emit(ev.Notice(self.sid, "from this round on: " + ", ".join(f"{k} = {v}" for k, v in changes.items())))
+            server = changes.get("server")
+            self.provider = self.provider_factory(str(changes["model"]), str(server) if server else None)
+            self.store.update_session(self.sid, model=self.provider.spec, server=server_of(self.provider))
+        self.emit(ev.Notice(self.sid, "from now on: " + ", ".join(f"{k} = {v}" for k, v in changes.items())))
 
     async def _checkpoint(self) -> None:
         if self.control.paused and not self.control.stopped:
@@ -221,6 +237,7 @@ class FsrLoop:
             self.store.update_session(self.sid, status="paused", status_message="paused by the user")
             self.emit(ev.SessionPaused(self.sid, "paused by the user"))
             await self.control.wait_running()
+            self._apply_pending()
             self.store.update_session(self.sid, status="running", status_message="")
             self.emit(ev.SessionResumed(self.sid))
 
@@ -267,6 +284,9 @@ class FsrLoop:
             await self.control.wait_running()
             if self.control.stopped:
                 return []
+            # A model or server changed while paused (the cure for a fault like an unknown model)
+            # applies to this retry, not only to the next round.
+            self._apply_pending()
             self.emit(ev.SessionResumed(self.sid))
 
     async def _one(self, state: LoopState, key: RequestKey, prompt: list[Message]) -> Judgement | ModelError | None:

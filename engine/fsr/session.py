@@ -18,7 +18,7 @@ from cuda_llm.engine.fsr.prompt import PromptBuilder
 from cuda_llm.engine.judge.environment import JudgeEnvironment, open_environment
 from cuda_llm.engine.llm.base import ModelProvider
 from cuda_llm.engine.llm.http_errors import display_url
-from cuda_llm.engine.llm.spec import parse_model_spec
+from cuda_llm.engine.llm.spec import parse_model_spec, server_of
 from cuda_llm.engine.settings import LoopSettings, Settings
 from cuda_llm.engine.store.sessions import SessionRecord, SessionStore
 from cuda_llm.engine.task import TaskLibrary
@@ -67,15 +67,6 @@ class Session:
             self.store.close()
 
 
-def server_of(provider: ModelProvider) -> str | None:
-    """The server a provider talks to, as recorded with the session (never a key, nor a user name
-    or password in the URL); None for providers with no server (replay, manual)."""
-    where = getattr(provider, "where", None)
-    if provider.spec.split(":", 1)[0] not in ("ollama", "openai") or not where:
-        return None
-    return display_url(where)
-
-
 def _normalised(kind: str, address: str) -> str:
     """A --host or --base-url as server_of would record it."""
     from cuda_llm.engine.llm.ollama_provider import ollama_url
@@ -108,9 +99,16 @@ def resume_server(record: SessionRecord, model: str, options: SessionOptions) ->
 
 
 def make_provider_factory(store: SessionStore, host: str | None, base_url: str | None):
-    def factory(spec: str) -> ModelProvider:
+    """Providers for the session's model and for a model changed mid-session; a change may also
+    name another server (`server`: the ollama host or the OpenAI base URL, by the spec's kind)."""
+
+    def factory(spec: str, server: str | None = None) -> ModelProvider:
+        kind = spec.strip().split(":", 1)[0].lower()
         return parse_model_spec(
-            spec, host=host, base_url=base_url, load_replay=lambda sid: store.replies(_session_number(sid))
+            spec,
+            host=server if server and kind == "ollama" else host,
+            base_url=server if server and kind == "openai" else base_url,
+            load_replay=lambda sid: store.replies(_session_number(sid)),
         )
 
     return factory

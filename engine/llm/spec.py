@@ -42,3 +42,14 @@ def parse_model_spec(
     from cuda_llm.engine.llm.replay_provider import ReplayProvider
 
     return ReplayProvider(load_replay(name), source=name)
+
+
+def server_of(provider: ModelProvider) -> str | None:
+    """The server a provider talks to, as recorded with its session (never a key, nor a user name
+    or password in the URL); None for providers with no server (replay, manual)."""
+    from cuda_llm.engine.llm.http_errors import display_url
+
+    where = getattr(provider, "where", None)
+    if provider.spec.split(":", 1)[0] not in ("ollama", "openai") or not where:
+        return None
+    return display_url(where)

@@ -195,7 +195,7 @@ async def test_pause_settings_and_auto_accept_between_rounds(tmp_path, llm_serve
         await pilot.press("enter")
         await pilot.press("f5")  # resume
         await wait_for(pilot, lambda: app.screen.view.state == "finished", "the end of the session")
-        assert "from this round on: rounds = 3" in screen_text(app, "#event-log")
+        assert "from now on: rounds = 3" in screen_text(app, "#event-log")
         assert "finished: 3 rounds done" in screen_text(app, "#status")
         assert "r1-1 correct best 40.0 us · auto-accepted" in screen_text(app, "#candidates")
 
