@@ -70,7 +70,16 @@ def test_a_users_tasks_and_a_broken_task_file_reach_no_test(tmp_path):
     assert inner.returncode == 0, inner.stdout[-3000:]
     assert "3 passed" in inner.stdout
     collected = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only", "tests/gpu/test_baselines.py"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--collect-only",
+            "tests/gpu/test_baselines.py",
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,
