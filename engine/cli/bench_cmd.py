@@ -328,6 +328,10 @@ def bench(args: argparse.Namespace, environment: EnvironmentFactory | None = Non
         raise UserError("bench needs --model SPEC (ollama:MODEL, openai:MODEL, or replay:latest), or --rerun FILE")
     else:
         request = request_from_args(args)
+    if args.out:
+        from cuda_llm.engine.cli.files import output_folder
+
+        output_folder(args.out)  # a folder that cannot be written is found before the sessions run
     rows = asyncio.run(run_bench(request, environment))
     doc = document(rows, request, ["cuda-llm", *(_scrubbed(w) for w in (args.argv or ["bench"]))])
     text = markdown(doc)

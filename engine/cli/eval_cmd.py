@@ -64,8 +64,8 @@ def _export_folder(folder: Path, args: argparse.Namespace) -> Source:
     return Source(label, source, _read(plan_path, "launch plan", MAX_PLAN_BYTES), str(plan_path), tuple(notes))
 
 
-def _read(path: str | Path, what: str, limit: int = MAX_FILE_BYTES) -> str:
-    return read_text(path, what, limit)
+def _read(path: str | Path, what: str, limit: int | None = None) -> str:
+    return read_text(path, what, limit or MAX_FILE_BYTES)
 
 
 def _source(args: argparse.Namespace) -> Source:
