@@ -10,11 +10,11 @@ What the model says, by task and request (one candidate per request, two rounds,
     reverse_array  round 1: the baseline again;                    round 2: the held-out float4 kernel
     matrix_copy    round 1: the held-out float4 kernel;            round 2: a kernel that does not compile
 
-On a GPU the table should name the best as r1-fix1-1 (round 1) for dot_product, r1-1 (round 1) for
-matrix_copy, and r2-1 (round 2) for reverse_array when the float4 kernel beats the scalar baseline
-by more than the noise (else "baseline"); each task has a library column (cuBLAS sdot, CuPy, a
-device-to-device copy) when CuPy is installed, and says why not otherwise. Without a GPU every
-row is "not validated".
+On a GPU the table should name the best as r1-fix1-1 (round 1) for dot_product (several times the
+baseline), r1-1 (round 1) for matrix_copy and r2-1 (round 2) for reverse_array where their float4
+kernels beat the coalesced scalar baselines by more than the noise (else "baseline"); each task has
+a library column (cuBLAS sdot, CuPy, a device-to-device copy) when CuPy is installed, and says why
+not otherwise. Without a GPU every row is "not validated".
 
     python -m bench.paper_table --out DIR [--compile-only] [--tasks ...]
 """
@@ -116,13 +116,18 @@ def cli(*argv: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
-def run(out: Path, tasks: tuple[str, ...], compile_only: bool) -> dict[str, tuple[int, str]]:
-    """Every step, with its exit code and output: first run, rerun, compare, export, eval."""
+def run(
+    out: Path, tasks: tuple[str, ...], compile_only: bool, server: LoopbackLLMServer | None = None
+) -> dict[str, tuple[int, str]]:
+    """Every step, with its exit code and output: first run, rerun, compare, export, eval. `server`:
+    a loopback server to use (the tests' fixture), else one of its own for the run."""
     import json
 
     db = out / "sessions.db"
     steps: dict[str, tuple[int, str]] = {}
-    with LoopbackLLMServer(models=("heldout",)) as server:
+    with contextlib.ExitStack() as stack:
+        if server is None:
+            server = stack.enter_context(LoopbackLLMServer(models=("heldout",)))
         server.default = responder(script())
         steps["bench"] = cli(*bench_args(server.url, db, out / "first", tasks, compile_only))
         rerun = ["bench", "--rerun", str(out / "first" / "bench.json"), "--db", str(db), "--out", str(out / "again")]
