@@ -136,7 +136,7 @@ def test_export_of_a_compile_only_session_is_judged_again_by_eval(compile_only_r
     assert (out / "export" / "kernel.cu").read_text() == exported["source"]
     code, text = steps["eval"]
     assert code == 0 and "candidate r2-1 on no GPU" in text and "verdict:  compiled" in text
-    assert "library:  cuBLAS sdot (through CuPy): not timed (compile-only: no GPU to time it on)" in text
+    assert "library:  cuBLAS sdot (through CuPy): not timed: compile-only: no GPU to time it on" in text
 
 
 # ---- on the fake GPU: validated rows, the round that found the best, the library -----------------

@@ -5,6 +5,7 @@ or the terminal matters."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -20,6 +21,7 @@ from session_driver import options, run_session
 
 from cuda_llm.engine.cli import eval_cmd
 from cuda_llm.engine.cli.main import EXIT_BROKEN_PIPE, main
+from cuda_llm.engine.gpu.library import cupy_missing
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = ROOT / "tasks" / "vector_add"
@@ -350,3 +352,49 @@ def test_doctor_lists_the_models_of_both_servers(tmp_path, capsys, llm_server):
     checks = {c["name"]: c for c in json.loads(out)}
     assert checks["ollama"]["detail"].endswith("2 model(s): loop-model, qwen2.5-coder:32b")
     assert checks["openai"]["detail"].endswith("2 model(s): loop-model, qwen2.5-coder:32b")
+
+
+# ---- eval's library line ------------------------------------------------------------------------------
+
+
+async def _judged_on_the_fake_gpu(library_us: float | None, task: str = "vector_add"):
+    from cuda_llm.engine.judge.judgement import Candidate
+    from cuda_llm.engine.settings import Settings
+    from cuda_llm.engine.task import TaskLibrary
+
+    env = fake_environment(FakeGpu(library_us=library_us))
+    try:
+        judge = env.judge(TaskLibrary().get(task), Settings())
+        plan = judge.task.baseline_plan
+        kernel = plan.launches[0].kernel
+        source = judge.task.baseline_source.replace(f"{kernel}(", f"{kernel}_us40(")
+        renamed = type(plan)(
+            plan.scratch, (type(plan.launches[0])(**{**plan.launches[0].__dict__, "kernel": f"{kernel}_us40"}),)
+        )
+        j = await judge.judge(Candidate("r1-1", source, renamed, origin="user"))
+        return j, await judge.library()
+    finally:
+        await env.close()
+
+
+async def test_eval_shows_the_library_beside_the_candidate():
+    j, lib = await _judged_on_the_fake_gpu(library_us=50)
+    text = eval_cmd.render(j, "Fake H100 (sm_90)", lib)
+    line = next(x for x in text.splitlines() if x.startswith("library:"))
+    assert line == (
+        "library:  CuPy elementwise add: 50.0 us (IQR 1.0), 2.00x the baseline; this candidate is 1.25x of library"
+    )
+    record = eval_cmd.library_record(lib, j.timing.median_us)
+    assert record["median_us"] == 50 and record["of_library"] == pytest.approx(1.25) and record["note"] is None
+
+
+@pytest.mark.skipif(
+    __import__("cuda_llm.engine.gpu.library", fromlist=["x"]).cupy_missing() is None, reason="CuPy installed"
+)
+async def test_eval_without_the_library_extra_says_why_there_is_no_figure():
+    j, lib = await _judged_on_the_fake_gpu(library_us=None)
+    text = eval_cmd.render(j, "Fake H100 (sm_90)", lib)
+    assert j.status == "correct" and "profile:  40.00 us" in text, "the rest as before"
+    assert 'library:  CuPy elementwise add: not timed: CuPy is not installed (pip install "cuda-llm[library]"' in text
+    j, lib = await _judged_on_the_fake_gpu(library_us=50, task="layernorm")
+    assert "library:  none: task 'layernorm' has no vendor-library reference" in eval_cmd.render(j, "x", lib)

@@ -39,7 +39,7 @@ def library_line(lib: LibraryResult | None, median_us: float | None = None, who:
         return "not timed"
     if lib.timing is None:
         what = f"{lib.name}: not timed" if lib.name else "none"
-        return f"{what} ({lib.note or 'no reason given'})"
+        return f"{what}: {lib.note or 'no reason given'}"
     parts = [f"{lib.name}: {lib.timing.median_us:.1f} us (IQR {lib.timing.iqr_us:.1f})"]
     if lib.figures and lib.figures.speedup is not None:
         parts.append(f"{lib.figures.speedup:.2f}x the baseline")
