@@ -368,9 +368,8 @@ async def _judged_on_the_fake_gpu(library_us: float | None, task: str = "vector_
         plan = judge.task.baseline_plan
         kernel = plan.launches[0].kernel
         source = judge.task.baseline_source.replace(f"{kernel}(", f"{kernel}_us40(")
-        renamed = type(plan)(
-            plan.scratch, (type(plan.launches[0])(**{**plan.launches[0].__dict__, "kernel": f"{kernel}_us40"}),)
-        )
+        first = dataclasses.replace(plan.launches[0], kernel=f"{kernel}_us40")
+        renamed = dataclasses.replace(plan, launches=(first, *plan.launches[1:]))
         j = await judge.judge(Candidate("r1-1", source, renamed, origin="user"))
         return j, await judge.library()
     finally:
@@ -388,9 +387,7 @@ async def test_eval_shows_the_library_beside_the_candidate():
     assert record["median_us"] == 50 and record["of_library"] == pytest.approx(1.25) and record["note"] is None
 
 
-@pytest.mark.skipif(
-    __import__("cuda_llm.engine.gpu.library", fromlist=["x"]).cupy_missing() is None, reason="CuPy installed"
-)
+@pytest.mark.skipif(cupy_missing() is None, reason="CuPy is installed here: the library has a figure")
 async def test_eval_without_the_library_extra_says_why_there_is_no_figure():
     j, lib = await _judged_on_the_fake_gpu(library_us=None)
     text = eval_cmd.render(j, "Fake H100 (sm_90)", lib)
