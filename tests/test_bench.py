@@ -262,7 +262,8 @@ def test_both_geometric_means_are_named_and_differ_when_a_task_did_not_improve()
 # ---- which tasks, and two runs side by side ---------------------------------------------------------
 
 
-def test_the_default_is_the_builtin_library_and_a_users_task_runs_only_when_named():
+def test_the_default_is_the_builtin_library_and_a_users_task_runs_only_when_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_LLM_HOME", str(tmp_path))  # this test's own user folder, not the suite's
     scaffold_task("my_own_task", user_tasks_dir())
     builtin = sorted(p.name for p in builtin_tasks_dir().iterdir() if (p / "task.toml").is_file())
     default = request_from_args(parse(["bench", "--model", "ollama:m"]))
