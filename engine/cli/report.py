@@ -206,12 +206,9 @@ def _environment_lines(env: dict[str, Any]) -> list[str]:
 
 
 def _settings_line(settings: dict[str, Any]) -> str:
-    gen = settings.get("generate") or {}
-    return (
-        f"- settings: N={settings.get('candidates')} D={settings.get('rounds')} R={settings.get('repairs')} "
-        f"K={settings.get('patience')}, target {settings.get('target_roofline')} of {ROOFLINE_NAME}, "
-        f"temperature {gen.get('temperature')}, seed {gen.get('seed')}, max tokens {gen.get('max_tokens')}"
-    )
+    from cuda_llm.engine.cli.bench_table import settings_text
+
+    return f"- settings: {settings_text(settings)} (roofline: {ROOFLINE_NAME})"
 
 
 def markdown(report: dict[str, Any]) -> str:
