@@ -445,13 +445,29 @@ def _structure_problems(lx: _Lexed) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     cache: dict[int, tuple[int, str, int, int] | None] = {}
     for c_start, c_end in lx.block_comments:  # a // comment ends the name and the line alike
+        spans_lines = "\n" in lx.spliced[c_start:c_end]
+        if spans_lines:
+            # Whether a quote on this line opens a literal is the one thing lexers disagree on (in
+            # an #if 0 group NVRTC reads the digit separator of 1'0 as a char literal, which hides
+            # this /* to the end of the line): a comment that hides whole lines must not open
+            # after one. At most one such comment opens on a line, so the scans stay linear.
+            line_start = lx.clean.rfind("\n", 0, c_start) + 1
+            before = lx.clean[line_start:c_start]
+            if "'" in before or '"' in before:
+                found.append(
+                    (
+                        c_start,
+                        "a /* comment that runs over several lines must not open after a quote or a "
+                        "digit separator on its line: start it on a line of its own, or use //",
+                    )
+                )
         d = _directive_on_line_of(lx, c_start, cache)
         if d is None:
             continue
         hash_at, _name, name_end, _end = d
         if c_start < name_end:
             found.append((hash_at, "a comment inside a directive name is not allowed"))
-        if "\n" in lx.spliced[c_start:c_end]:
+        if spans_lines:
             found.append((hash_at, "a /* */ comment that spans lines is not allowed in a directive"))
     for at in lx.splices:
         d = _directive_on_line_of(lx, at, cache)

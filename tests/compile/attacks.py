@@ -14,8 +14,8 @@ ATTACKS: dict[str, str] = {
     "quoted_absolute": '#include "FILE"\n',
     "quoted_relative": '#include "secret.h"\n',
     "angle_absolute": "#include <FILE>\n",
-    "angle_dotdot": "#include <../../../../../../../..FILE>\n",
-    "allowed_prefix_dotdot": "#include <cuda/std/../../../../../../../..FILE>\n",
+    "angle_dotdot": "#include <" + "../" * 20 + "..FILE>\n",
+    "allowed_prefix_dotdot": "#include <cuda/std/" + "../" * 20 + "..FILE>\n",
     "macro_include": "#define H <FILE>\n#include H\n",
     "macro_quoted_include": '#define H "FILE"\n#include H\n',
     "function_macro_include": "#define F(x) <x>\n#include F(FILE)\n",
@@ -68,7 +68,49 @@ ATTACKS: dict[str, str] = {
     "digraph_pasting": '#define CAT(a, b) a%:%:b\nCAT(_Pra, gma)("message(\\"FILE\\")")\n',
     "ucn_pragma": '_Pr\\u0061gma("message(\\"FILE\\")")\n',
     "ucn_has_include": "#if __has_incl\\u0075de(<FILE>)\n#endif\n",
+    # In an #if 0 group NVRTC reads the digit separator of 1'0 as a char literal running to the line
+    # end, so the /* there opens nothing: #endif closes the group and the #include is read.
+    "digit_separator_in_skipped_group": '#if 0\nint a = 1\'0 /*\n#endif\n#include "FILE"\n*/\n#endif\n',
+    "hex_separator_in_skipped_group": "#if 0\nint a = 0x1'f; /*\n#endif\n#include <FILE>\n#if 0\n*/\n#endif\n",
 }
+
+# What NVRTC 13.5 does with each attack when nothing stops it (no policy, no jail): these open the
+# file named FILE (a planted one in tests/compile/test_nvrtc.py), and these tell whether it exists.
+# The rest do nothing on this NVRTC (no #embed, no __has_embed, trigraphs off in C++17, #import
+# unknown, _Pragma("message") only prints) but are refused all the same: another compiler version may
+# do more, and nothing honest needs them.
+READ_BY_NVRTC: frozenset[str] = frozenset(
+    {
+        "quoted_absolute",
+        "angle_absolute",
+        "angle_dotdot",
+        "allowed_prefix_dotdot",
+        "macro_include",
+        "macro_quoted_include",
+        "function_macro_include",
+        "include_next",
+        "digraph",
+        "digraph_spaced",
+        "splice_after_hash",
+        "splice_in_name",
+        "splice_before_header",
+        "comment_after_hash",
+        "comment_inside_directive",
+        "multiline_comment_in_directive",
+        "block_comment_before_hash",
+        "digit_separator_hiding",
+        "char_quote_hiding",
+        "unterminated_string",
+        "raw_string",
+        "backslash_space_newline",
+        "string_backslash_before_empty_line",
+        "char_backslash_before_empty_line",
+        "string_backslash_after_endif",
+        "digit_separator_in_skipped_group",
+        "hex_separator_in_skipped_group",
+    }
+)
+PROBED_BY_NVRTC: frozenset[str] = frozenset({"has_include_in_if", "pasted_has_include"})
 
 # Sources a naive filter would refuse, all harmless: includes in comments and strings, a line
 # comment continued onto the next line (the compiler reads that line as comment too), pragmas

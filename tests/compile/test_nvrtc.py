@@ -17,7 +17,16 @@ from cuda_llm.engine.compile.source import CheckedSource
 from cuda_llm.engine.paths import user_cache_dir
 from cuda_llm.engine.settings import CompileSettings
 from tests.compile import kernels
-from tests.compile.attacks import ATTACKS, HARMLESS, SECRET_FILES, K, attack, secret_snippets
+from tests.compile.attacks import (
+    ATTACKS,
+    HARMLESS,
+    PROBED_BY_NVRTC,
+    READ_BY_NVRTC,
+    SECRET_FILES,
+    K,
+    attack,
+    secret_snippets,
+)
 from tests.compile.conftest import needs_nvrtc
 
 pytestmark = needs_nvrtc
@@ -265,6 +274,50 @@ def _raw_nvrtc_log(source: str) -> str:
     finally:
         raw.nvrtcDestroyProgram(prog)
     return log.decode(errors="replace")
+
+
+def _unguarded_compile(source: str) -> tuple[bool, str]:
+    """NVRTC itself on `source`: no policy, no jail, the raw log, the CUDA headers' folders searched
+    (so the attacks that climb out of them can): what an attack does when nothing stops it."""
+    from cuda.bindings import nvrtc as raw
+
+    found = nvrtc.header_search.find_headers(raw, nvrtc.nvrtc_version())
+    options = [b"-arch=sm_90", b"--std=c++17", *(f"-I{d}".encode() for d in (found.dirs if found else ()))]
+    _, prog = raw.nvrtcCreateProgram(source.encode(), nvrtc.PROGRAM_NAME.encode(), 0, [], [])
+    try:
+        (result,) = raw.nvrtcCompileProgram(prog, len(options), options)
+        _, size = raw.nvrtcGetProgramLogSize(prog)
+        log = b" " * size
+        raw.nvrtcGetProgramLog(prog, log)
+    finally:
+        raw.nvrtcDestroyProgram(prog)
+    return result == raw.nvrtcResult.NVRTC_SUCCESS, log.decode(errors="replace")
+
+
+def _older_than(version: tuple[int, int]) -> bool:
+    try:
+        return nvrtc.nvrtc_version() < version
+    except Exception:  # no NVRTC: needs_nvrtc says so
+        return True
+
+
+@pytest.mark.skipif(_older_than((13, 5)), reason="catalogued on NVRTC 13.5")
+@pytest.mark.parametrize("name", sorted(READ_BY_NVRTC | PROBED_BY_NVRTC))
+def test_the_attacks_are_real_when_nothing_stops_them(name: str, tmp_path: Path) -> None:
+    """The corpus is not a list of guesses: unguarded, NVRTC opens the planted file (its #error shows)
+    or tells whether it exists (the #warning of the probe shows only when it does)."""
+    marker = f"PLANTED_{tmp_path.name}"
+    planted = tmp_path / "planted.h"
+    planted.write_text(f"#error {marker}\n")
+    if name in READ_BY_NVRTC:
+        _ok, log = _unguarded_compile(attack(name, planted))
+        assert marker in log, log
+    else:
+
+        def probe(path: Path) -> str:
+            return _unguarded_compile(attack(name, path).replace("#endif", "#warning found\n#endif"))[1]
+
+        assert "found" in probe(planted) and "found" not in probe(tmp_path / "absent.h")
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
