@@ -309,6 +309,12 @@ def _lex(text: str) -> _Lexed:
             pos = quoted(start)
         elif tok[0].isdigit() or tok[0] == ".":
             pos = m.end()
+            if pos < n and spliced[pos] == "'":
+                # Whether this quote is a digit separator (NVRTC takes it as one after 0x or 1u, and
+                # reads on from it) or opens a char literal (as this lexer would) decides where a
+                # comment on this line starts: it must not be left to a guess.
+                message = "a quote right after a number is not allowed (a misplaced digit separator?)"
+                raise PolicyViolation([(line_at(start), message)])
         else:
             nxt = spliced[m.end()] if m.end() < n else ""
             if tok in _RAW_PREFIXES and nxt == '"':

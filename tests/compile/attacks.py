@@ -71,6 +71,9 @@ ATTACKS: dict[str, str] = {
     # In an #if 0 group NVRTC reads the digit separator of 1'0 as a char literal running to the line
     # end, so the /* there opens nothing: #endif closes the group and the #include is read.
     "digit_separator_in_skipped_group": '#if 0\nint a = 1\'0 /*\n#endif\n#include "FILE"\n*/\n#endif\n',
+    # NVRTC reads the quote after 0x as a (misplaced) digit separator and the next one as a char
+    # literal to the line end, so the /* opens nothing and the #include is read.
+    "quote_after_a_number": "int a = 1'0x''/*\n#include <FILE>\n*/;\n",
     "hex_separator_in_skipped_group": "#if 0\nint a = 0x1'f; /*\n#endif\n#include <FILE>\n#if 0\n*/\n#endif\n",
 }
 
@@ -108,6 +111,7 @@ READ_BY_NVRTC: frozenset[str] = frozenset(
         "string_backslash_after_endif",
         "digit_separator_in_skipped_group",
         "hex_separator_in_skipped_group",
+        "quote_after_a_number",
     }
 )
 PROBED_BY_NVRTC: frozenset[str] = frozenset({"has_include_in_if", "pasted_has_include"})

@@ -212,6 +212,10 @@ CASES: dict[str, tuple[str, list[Variant]]] = {
             attack("hex_separator_in_skipped_group", "line 2: a /* comment that runs over several lines"),
         ],
     ),
+    "a quote right after a number (NVRTC takes the one after 0x for a digit separator, the next for a literal)": (
+        "format error naming the line",
+        [attack("quote_after_a_number", "line 1: a quote right after a number is not allowed", PLANTED)],
+    ),
     "inline PTX (allowed)": ("compiles", [Variant("", "compiled")]),
 }
 # Stands for a key in the compiler's environment: /proc/self/environ would show it.
