@@ -517,3 +517,46 @@ def test_host_file_never_leaks(world, eval_run, cli_run, tui_run, engine_run, ca
 def test_every_attack_of_the_corpus_is_a_case() -> None:
     used = {v.prefix for _, vs in CASES.values() for v in vs}
     assert not [name for name, text in ATTACKS.items() if text not in used]
+
+
+@pytest.mark.fault(
+    GROUP,
+    "the whole attack corpus with the include policy switched off, in a jailed compiler child (a marker key in "
+    "its environment)",
+    "every attack that reads or probes a file unguarded gets nothing: 'cannot open source file', the same answer "
+    "for a file that exists and one that does not; no secret in any result; the CUDA headers still compile",
+)
+def test_the_jail_alone_holds_every_attack(world, observed) -> None:
+    from tests.compile.attacks import PROBED_BY_NVRTC, READ_BY_NVRTC, K, attack
+    from tests.compile.jail import PolicyFreeCompiler
+
+    absent = world.tmp / "absent.h"
+    held, reasons = [], []
+    for mechanism in ("landlock", "chroot"):
+        compiler = PolicyFreeCompiler((mechanism,))
+        try:
+            if not compiler.active:
+                reasons.append(f"{mechanism}: {compiler.detail}")
+                continue
+            for name in sorted(READ_BY_NVRTC):
+                result = compiler.compile(attack(name, world.planted) + K)
+                everything = "\n".join([result.log, result.error or "", repr(result.diagnostics)])
+                assert not result.ok and "cannot open source file" in result.log, (mechanism, name, result.log)
+                assert not [line for lines in world.secrets.values() for line in lines if line in everything], name
+            for name in sorted(PROBED_BY_NVRTC):
+                present, missing = (
+                    compiler.compile(attack(name, path).replace("#endif", "#warning found\n#endif") + K)
+                    for path in (world.planted, absent)
+                )
+                assert "found" not in present.log and "found" not in missing.log, (mechanism, name, present.log)
+            assert compiler.compile("#include <cuda_fp16.h>\n#include <cuda/std/cstdint>\n" + K).ok, mechanism
+            held.append(f"{compiler.info['sandbox_mechanism']} ({compiler.detail.split(':')[0]})")
+        finally:
+            compiler.close()
+    if not held:
+        pytest.skip("no jail on this machine: " + "; ".join(reasons))
+    observed(
+        f"{len(READ_BY_NVRTC)} reading and {len(PROBED_BY_NVRTC)} probing attacks got nothing past the policy in "
+        + " and ".join(held)
+        + (f"; not available here: {'; '.join(reasons)}" if reasons else "")
+    )
