@@ -14,6 +14,7 @@ import functools
 import os
 import re
 import time
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -222,20 +223,28 @@ def compile_in_process(
     return compile_checked(check_source(source, settings), arch, settings, include_dirs)
 
 
-_SELF_TEST_HEADER = "cuda_fp16.h"
+# One header from each corner of the include folders (the fp16 intrinsics, crt/, cooperative groups,
+# libcu++ under cccl/): a jail that hides any of them fails its proof. Together 0.9 s to compile.
+_SELF_TEST_HEADERS = ("cuda_fp16.h", "mma.h", "cooperative_groups.h", "cuda/std/cstdint")
 
 
-def self_test(include_dirs: tuple[str, ...]) -> str | None:
-    """None when a kernel that includes a CUDA header compiles with these include folders (or, with
-    none, a kernel that includes nothing), else the first error: how a jail proves it left the
-    compiler working (engine/compile/sandbox.py)."""
-    headers = (_SELF_TEST_HEADER,) if include_dirs else ()
-    include = "".join(f"#include <{h}>\n" for h in headers)
-    probe = include + 'extern "C" __global__ void cuda_llm_probe(float* x) { x[threadIdx.x] = 0.0f; }\n'
-    archs = supported_archs()
-    arch = "sm_90" if 90 in archs else f"sm_{archs[-1]}"
-    result = compile_checked(CheckedSource(probe, headers), arch, CompileSettings(), include_dirs)
-    return None if result.ok else f"the probe kernel no longer compiles ({result.error})"
+def self_test_for(header_dirs: Sequence[str | os.PathLike[str]]) -> Callable[[tuple[str, ...]], str | None]:
+    """The proof a jail gives that it left the compiler working (engine/compile/sandbox.py): a kernel
+    that includes those of _SELF_TEST_HEADERS that `header_dirs` hold (seen now, before any jail)
+    must compile with the include folders as the jailed process names them. The proof returns None,
+    or the first error."""
+    present = tuple(h for h in _SELF_TEST_HEADERS if any(os.path.isfile(os.path.join(d, h)) for d in header_dirs))
+
+    def prove(include_dirs: tuple[str, ...]) -> str | None:
+        headers = present if include_dirs else ()
+        include = "".join(f"#include <{h}>\n" for h in headers)
+        probe = include + 'extern "C" __global__ void cuda_llm_probe(float* x) { x[threadIdx.x] = 0.0f; }\n'
+        archs = supported_archs()
+        arch = "sm_90" if 90 in archs else f"sm_{archs[-1]}"
+        result = compile_checked(CheckedSource(probe, headers), arch, CompileSettings(), include_dirs)
+        return None if result.ok else f"the probe kernel no longer compiles ({result.error})"
+
+    return prove
 
 
 def warm_up() -> dict[str, Any]:

@@ -56,7 +56,8 @@ def prepare_child(settings: CompileSettings, parent_pid: int) -> dict[str, Any]:
     # Everything a compile needs is loaded now (NVRTC, its builtins, the headers extracted, the
     # modules of the compile path imported): once confined, the process can open nothing else.
     info = nvrtc.warm_up()
-    status = sandbox.confine(info.pop("header_dirs"), nvrtc.self_test, settings.sandbox)
+    header_dirs = info.pop("header_dirs")
+    status = sandbox.confine(header_dirs, nvrtc.self_test_for(header_dirs), settings.sandbox)
     info["sandbox"] = (status.active, status.detail)
     info["sandbox_mechanism"] = status.mechanism
     info["include_dirs"] = status.include_dirs  # as this process names them from now on
