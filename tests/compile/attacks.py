@@ -154,3 +154,23 @@ def secret_snippets(path: Path) -> list[str]:
     except OSError:
         return []
     return [line.strip() for line in text.splitlines() if len(line.strip()) >= 8]
+
+
+def unguarded_compile(source: str) -> tuple[bool, str]:
+    """NVRTC itself on `source`, in this process: no policy, no jail, the raw log, the CUDA headers'
+    folders searched (so the attacks that climb out of them can). What an attack does when nothing
+    stops it; never for anything but proving that."""
+    from cuda_llm.engine.compile import nvrtc
+
+    raw = nvrtc._nvrtc()
+    found = nvrtc.header_search.find_headers(raw, nvrtc.nvrtc_version())
+    options = [b"-arch=sm_90", b"--std=c++17", *(f"-I{d}".encode() for d in (found.dirs if found else ()))]
+    _, prog = raw.nvrtcCreateProgram(source.encode(), nvrtc.PROGRAM_NAME.encode(), 0, [], [])
+    try:
+        (result,) = raw.nvrtcCompileProgram(prog, len(options), options)
+        _, size = raw.nvrtcGetProgramLogSize(prog)
+        log = b" " * size
+        raw.nvrtcGetProgramLog(prog, log)
+    finally:
+        raw.nvrtcDestroyProgram(prog)
+    return result == raw.nvrtcResult.NVRTC_SUCCESS, log.decode(errors="replace")

@@ -26,6 +26,7 @@ from tests.compile.attacks import (
     K,
     attack,
     secret_snippets,
+    unguarded_compile,
 )
 from tests.compile.conftest import needs_nvrtc
 
@@ -276,24 +277,6 @@ def _raw_nvrtc_log(source: str) -> str:
     return log.decode(errors="replace")
 
 
-def _unguarded_compile(source: str) -> tuple[bool, str]:
-    """NVRTC itself on `source`: no policy, no jail, the raw log, the CUDA headers' folders searched
-    (so the attacks that climb out of them can): what an attack does when nothing stops it."""
-    from cuda.bindings import nvrtc as raw
-
-    found = nvrtc.header_search.find_headers(raw, nvrtc.nvrtc_version())
-    options = [b"-arch=sm_90", b"--std=c++17", *(f"-I{d}".encode() for d in (found.dirs if found else ()))]
-    _, prog = raw.nvrtcCreateProgram(source.encode(), nvrtc.PROGRAM_NAME.encode(), 0, [], [])
-    try:
-        (result,) = raw.nvrtcCompileProgram(prog, len(options), options)
-        _, size = raw.nvrtcGetProgramLogSize(prog)
-        log = b" " * size
-        raw.nvrtcGetProgramLog(prog, log)
-    finally:
-        raw.nvrtcDestroyProgram(prog)
-    return result == raw.nvrtcResult.NVRTC_SUCCESS, log.decode(errors="replace")
-
-
 def _older_than(version: tuple[int, int]) -> bool:
     try:
         return nvrtc.nvrtc_version() < version
@@ -310,12 +293,12 @@ def test_the_attacks_are_real_when_nothing_stops_them(name: str, tmp_path: Path)
     planted = tmp_path / "planted.h"
     planted.write_text(f"#error {marker}\n")
     if name in READ_BY_NVRTC:
-        _ok, log = _unguarded_compile(attack(name, planted))
+        _ok, log = unguarded_compile(attack(name, planted))
         assert marker in log, log
     else:
 
         def probe(path: Path) -> str:
-            return _unguarded_compile(attack(name, path).replace("#endif", "#warning found\n#endif"))[1]
+            return unguarded_compile(attack(name, path).replace("#endif", "#warning found\n#endif"))[1]
 
         assert "found" in probe(planted) and "found" not in probe(tmp_path / "absent.h")
 

@@ -62,6 +62,17 @@ def new_run(db: Path, server, env: dict[str, str], n: int, d: int):
     )
 
 
+def ctrl_c(proc: subprocess.Popen, times: int = 1) -> tuple[str, str, float]:
+    """Press Ctrl-C `times` times (0.3 s apart); (stdout, stderr, seconds from the first press to the exit)."""
+    pressed = time.monotonic()
+    for n in range(times):
+        if n:
+            time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return out, err, time.monotonic() - pressed
+
+
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -131,10 +142,7 @@ def test_ctrl_c_headless_then_resume(tmp_path, llm_server, observed):
         "run", "vector_add", "--model", "ollama:loop-model", "-N", "1", "-D", "3", *common(db, llm_server), env=env
     )
     wait_for("round 2's request", lambda: len(llm_server.chat_requests) >= 2, proc)
-    pressed = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    took = time.monotonic() - pressed
+    out, err, took = ctrl_c(proc)
     assert proc.returncode == 0, err
     assert took < 10, f"the stop waited {took:.1f} s"
     assert "session 1: stopped (stopped by the user)" in out
@@ -174,12 +182,7 @@ def test_ctrl_c_twice_quits_at_once(tmp_path, llm_server, observed):
     proc = new_run(db, llm_server, env, n=1, d=3)
     wait_for("round 2's request", lambda: len(llm_server.chat_requests) >= 2, proc)
     wait_for("round 2's reply to be recorded", lambda: "r2-1" in snapshot(db), proc)
-    pressed = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    time.sleep(0.3)
-    proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=30)
-    took = time.monotonic() - pressed
+    _out, err, took = ctrl_c(proc, times=2)
     assert proc.returncode == 130, err
     assert err.strip().endswith("cuda-llm: interrupted") and "Traceback" not in err
     assert took < 10, "it did not wait for the compile"
@@ -201,10 +204,7 @@ def test_ctrl_c_cancels_the_retries(tmp_path, llm_server, observed):
     proc = new_run(db, llm_server, cli_env(tmp_path), n=1, d=3)
     wait_for("a retry", lambda: len(llm_server.chat_requests) >= 2, proc)
     asked = len(llm_server.chat_requests)
-    pressed = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    took = time.monotonic() - pressed
+    out, err, took = ctrl_c(proc)
     assert proc.returncode == 0, err
     assert took < 1.5, f"the stop waited {took:.1f} s"
     assert len(llm_server.chat_requests) == asked, "a request went out after the Ctrl-C"
@@ -226,10 +226,7 @@ def test_ctrl_c_in_bench(tmp_path, llm_server, observed):
     db = tmp_path / "sessions.db"
     proc = cli(*bench, *common(db, llm_server)[1:], env=env)  # bench has no --headless: it never has a UI
     wait_for("vector_add's request", lambda: len(llm_server.chat_requests) >= 1, proc)
-    pressed = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    took = time.monotonic() - pressed
+    out, err, took = ctrl_c(proc)
     assert proc.returncode == 0, err
     assert took < 5, f"the stop waited {took:.1f} s"
     assert "| vector_add |" in out and "leaky_relu and the tasks after it were not run" in err
@@ -249,12 +246,7 @@ def test_ctrl_c_in_bench(tmp_path, llm_server, observed):
             return False
 
     wait_for("the bomb to be recorded", bomb_recorded, proc)
-    pressed = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    time.sleep(0.3)
-    proc.send_signal(signal.SIGINT)
-    _out, err2 = proc.communicate(timeout=60)
-    took2 = time.monotonic() - pressed
+    _out, err2, took2 = ctrl_c(proc, times=2)
     assert proc.returncode == 130 and err2.strip().endswith("cuda-llm: interrupted"), err2
     assert "Traceback" not in err2 and took2 < 10
     observed(
