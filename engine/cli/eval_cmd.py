@@ -6,50 +6,31 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from pathlib import Path
 
 from cuda_llm.engine.cli.output import error, print_json
 
 
-def _read_bounded(path: Path, limit: int) -> tuple[bytes, int]:
-    """At most limit + 1 bytes of the file (a file of gigabytes, or /dev/zero, is never held whole),
-    and its size as far as it is known."""
-    try:
-        with path.open("rb") as f:
-            data = f.read(limit + 1)
-            return data, max(len(data), os.fstat(f.fileno()).st_size)
-    except FileNotFoundError:
-        raise SystemExit(_usage(f"no such file: {path}")) from None
-
-
-def _load_candidate(args: argparse.Namespace, judge, settings):
-    from cuda_llm.engine.compile.source import source_too_large
+def _load_candidate(args: argparse.Namespace, judge):
     from cuda_llm.engine.contract.errors import FormatError
     from cuda_llm.engine.contract.plan import parse_plan
-    from cuda_llm.engine.contract.reply import MAX_REPLY_BYTES, reply_too_large
     from cuda_llm.engine.judge.judgement import Candidate, Judgement
 
     path = Path(args.file)
-    source = bool(args.plan) or path.suffix in (".cu", ".cuh")
-    limit = settings.compile.max_source_bytes if source else MAX_REPLY_BYTES
-    data, size = _read_bounded(path, limit)
-    if len(data) > limit:
-        exc = source_too_large(size, settings.compile) if source else reply_too_large(size)
-        return Judgement(path.name, "format_error", str(exc), detail=str(exc))
     try:
-        text = data.decode("utf-8")
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SystemExit(_usage(f"no such file: {path}")) from None
     except UnicodeDecodeError:
         return Judgement(path.name, "format_error", f"{path} is not UTF-8 text")
-    if source:
+    if args.plan or path.suffix in (".cu", ".cuh"):
         if not args.plan:
             raise SystemExit(_usage(f"{path} is CUDA source: give its launch plan with --plan plan.json"))
-        plan_data, plan_size = _read_bounded(Path(args.plan), MAX_REPLY_BYTES)
         try:
-            if len(plan_data) > MAX_REPLY_BYTES:
-                raise FormatError(f"{args.plan} is {plan_size:,} bytes: a launch plan is a few hundred")
-            plan = parse_plan(plan_data.decode("utf-8", errors="replace"))
+            plan = parse_plan(Path(args.plan).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise SystemExit(_usage(f"no such file: {args.plan}")) from None
         except FormatError as exc:
             return Judgement(path.name, "format_error", str(exc).splitlines()[0], detail=str(exc))
         return Candidate(path.name, text, plan, origin="user")
@@ -132,7 +113,7 @@ async def _evaluate(args: argparse.Namespace) -> int:
         print(f"cuda-llm: {env.notice}", file=sys.stderr)
     try:
         judge = env.judge(task, settings)
-        cand = _load_candidate(args, judge, settings)
+        cand = _load_candidate(args, judge)
         if isinstance(cand, Judgement):
             result = cand
         else:

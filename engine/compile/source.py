@@ -20,11 +20,6 @@ def _line_of(data: bytes, offset: int) -> int:
     return 1 + data.count(b"\n", 0, offset)
 
 
-def source_too_large(size: int, settings: CompileSettings) -> FormatError:
-    limit = settings.max_source_bytes
-    return FormatError(f"the source is {size:,} bytes; a kernel source may be at most {limit:,} bytes")
-
-
 def check_source(source: str | bytes, settings: CompileSettings) -> CheckedSource:
     """The source as it will be compiled, or a FormatError saying why it will not be."""
     if isinstance(source, str):
@@ -36,7 +31,9 @@ def check_source(source: str | bytes, settings: CompileSettings) -> CheckedSourc
     else:
         data = bytes(source)
     if len(data) > settings.max_source_bytes:
-        raise source_too_large(len(data), settings)
+        raise FormatError(
+            f"the source is {len(data):,} bytes; a kernel source may be at most {settings.max_source_bytes:,} bytes"
+        )
     nul = data.find(b"\0")
     if nul >= 0:
         raise FormatError(f"the source contains a NUL byte (line {_line_of(data, nul)})")

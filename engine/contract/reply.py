@@ -257,17 +257,14 @@ def _load_plan(block: _Block) -> LaunchPlan:
     return parse_plan(data)
 
 
-def reply_too_large(size: int, max_bytes: int = MAX_REPLY_BYTES) -> FormatError:
-    return FormatError(
-        f"the reply is {size} bytes, over the {max_bytes}-byte limit: send only the kernels "
-        "and the launch plan, with a short explanation."
-    )
-
-
 def parse_reply(text: str, *, max_bytes: int = MAX_REPLY_BYTES) -> ParsedReply:
     """Find the kernels and the launch plan in a model's reply; FormatError says what is wrong."""
     if len(text) > max_bytes or len(text.encode("utf-8", "surrogatepass")) > max_bytes:
-        raise reply_too_large(len(text.encode("utf-8", "surrogatepass")), max_bytes)
+        size = len(text.encode("utf-8", "surrogatepass"))
+        raise FormatError(
+            f"the reply is {size} bytes, over the {max_bytes}-byte limit: send only the kernels "
+            "and the launch plan, with a short explanation."
+        )
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     think = _THINK_RE.match(text)
     if think:

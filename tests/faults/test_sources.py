@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
 from llm_servers import INVALID_UTF8_PLACEHOLDER, Reply
@@ -124,32 +123,6 @@ def test_five_megabyte_source_file(tmp_path, capsys, observed):
     assert "a kernel source may be at most 262,144 bytes" in judgement["message"]
     assert took < 2.0, f"refused after {took:.1f} s: the size is checked before anything else"
     observed(f"format_error {judgement['message']!r} in {took:.2f} s; exit 1")
-
-
-@pytest.mark.fault(
-    GROUP,
-    "a 4 GiB reply file, and an endless one (/dev/zero), through `cuda-llm eval`",
-    "format error at once naming the size and the limit; the file is never read whole; exit code 1",
-)
-def test_huge_and_endless_reply_files(tmp_path, capsys, observed):
-    import resource
-
-    huge = tmp_path / "huge.md"
-    with huge.open("wb") as f:
-        f.truncate(4 << 30)  # sparse: 4 GiB to read, none on disk
-    seen = []
-    for path in (str(huge), "/dev/zero"):
-        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        started = time.monotonic()
-        code, judgement = evaluate(capsys, path)
-        took = time.monotonic() - started
-        grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
-        assert code == 1 and judgement["status"] == "format_error", judgement
-        assert "over the 1048576-byte limit" in judgement["message"], judgement["message"]
-        assert took < 5.0 and grown_mib < 64, (took, grown_mib)
-        seen.append(f"{Path(path).name}: {judgement['message'].split(':')[0]!r} in {took:.2f} s")
-    assert "the reply is 4294967296 bytes" in seen[0]
-    observed("; ".join(seen) + "; exit 1")
 
 
 @pytest.mark.fault(
