@@ -4,7 +4,7 @@ palette, and the two screens (start, run)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import partial
 from multiprocessing import resource_tracker
 from pathlib import Path
@@ -12,12 +12,14 @@ from typing import Any, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.filter import LineFilter
 from textual.screen import Screen
 
 from cuda_llm.app.config import AppConfig, load_config, save_config
 from cuda_llm.app.messages import TelemetryRead
 from cuda_llm.app.options import Defaults, SessionRequest
 from cuda_llm.app.widgets.telemetry import NvmlSampler, TelemetryBar, TelemetrySampler
+from cuda_llm.app.widgets.text import OutsideTextFilter
 from cuda_llm.engine.fsr.session import SessionOptions
 from cuda_llm.engine.gpu.telemetry import TelemetrySample
 from cuda_llm.engine.judge.environment import JudgeEnvironment
@@ -87,11 +89,16 @@ class CudaLlmApp(App[int]):
         if telemetry is None and poll_telemetry:
             self.sampler = NvmlSampler(self.defaults.gpu)
         self.telemetry_sample: TelemetrySample | None = None
+        self._outside_text = OutsideTextFilter()
         self.library = library
         self.ollama_lister = ollama_lister or list_ollama_models
         for theme in THEMES:
             self.register_theme(theme)
         self.theme = self.config.theme if self.config.theme in self.available_themes else DEFAULT_THEME
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        # Outside text (replies, logs, server errors) never reaches the terminal raw: app/widgets/text.py.
+        return [*super().get_line_filters(), self._outside_text]
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return {**super().get_theme_variable_defaults(), **VARIABLE_DEFAULTS}

@@ -43,6 +43,10 @@ class CompileSettings:
     max_log_bytes: int = 1024 * 1024
     # Diagnostics kept per compile: the first hundred say all a model can act on.
     max_diagnostics: int = 100
+    # How a compiler process shuts itself in once NVRTC is warm (engine/compile/sandbox.py), tried in
+    # this order: Landlock where the kernel has it, else a chroot into the header folder (in a user
+    # namespace where the process is not root). Empty: no jail (tests' unconfined controls only).
+    sandbox: tuple[str, ...] = ("landlock", "chroot")
 
 
 @dataclass(frozen=True)

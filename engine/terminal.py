@@ -25,3 +25,14 @@ def _visible(match: re.Match[str]) -> str:
 def terminal_safe(text: str) -> str:
     """`text` with every character that could act on a terminal replaced by a visible escape."""
     return _UNSAFE.sub(_visible, text)
+
+
+def has_controls(text: str) -> bool:
+    """Whether `text` holds a character terminal_safe would escape."""
+    return _UNSAFE.search(text) is not None
+
+
+def without_controls(text: str) -> str:
+    """`text` with those characters removed: for output already laid out, where every one of them
+    takes no cell (a full-screen UI measures them as zero-width), so removing them moves nothing."""
+    return _UNSAFE.sub("", text)

@@ -1,10 +1,37 @@
-"""Updating a Static only when its text changes: an update re-lays out an auto-sized widget, and
-under a streaming session most updates would repeat what is already shown."""
+"""Text on screen: updating a Static only when its text changes (an update re-lays out an auto-sized
+widget, and under a streaming session most updates would repeat what is already shown), and the last
+filter every line passes before it reaches the terminal."""
 
 from __future__ import annotations
 
+from rich.segment import Segment
 from rich.text import Text
+from textual.color import Color
+from textual.filter import LineFilter
 from textual.widgets import Static
+
+from cuda_llm.engine.terminal import has_controls, without_controls
+
+
+class OutsideTextFilter(LineFilter):
+    """Removes every control character (ESC, BEL, C1 controls such as the 8-bit CSI, bidi overrides)
+    from the text of each rendered line, whatever widget drew it. Replies, compiler logs, server
+    errors and model names reach many panes, and Textual writes the text of a line to the terminal as
+    it is: an ESC from a reply would retitle the window, clear the screen or draw a forged verdict.
+    Filtered here, at the one place every pane, notification and dialog passes through, no widget
+    can forget it. The characters are zero-width to the layout, so removing them shifts nothing."""
+
+    def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
+        out = []
+        for segment in segments:
+            text, style, control = segment
+            if control is None and has_controls(text):
+                text = without_controls(text)
+                if not text:
+                    continue
+                segment = Segment(text, style)
+            out.append(segment)
+        return out
 
 
 def set_text(widget: Static, content: str | Text) -> None:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cuda_llm.engine.cli.bench_table import BENCH_FILE, BenchRow, bench_document, compare, compare_json, dumps
 from cuda_llm.engine.cli.output import print_json
@@ -30,6 +30,9 @@ from cuda_llm.engine.errors import UserError
 REPLAY_LATEST = "replay:latest"
 # How far back replay:latest looks for a task's newest session.
 REPLAY_SEARCH_SESSIONS = 10_000
+
+if TYPE_CHECKING:
+    from cuda_llm.engine.fsr.control import Controller
 
 
 @dataclass(frozen=True)
@@ -204,16 +207,20 @@ EnvironmentFactory = Callable[[], Any]  # a JudgeEnvironment to judge with (test
 
 
 async def run_task(
-    request: BenchRequest, task: str, model: str, environment: EnvironmentFactory | None = None
+    request: BenchRequest,
+    task: str,
+    model: str,
+    environment: EnvironmentFactory | None = None,
+    control: Controller | None = None,
 ) -> BenchRow:
-    """One task's session from start to end, and its row."""
+    """One task's session from start to end, and its row. `control` lets the caller stop it."""
     from cuda_llm.engine.cli.report import session_report
     from cuda_llm.engine.fsr import events as ev
     from cuda_llm.engine.fsr.control import Controller
     from cuda_llm.engine.fsr.session import open_session
     from cuda_llm.engine.store.sessions import SessionStore
 
-    control = Controller(auto_accept=True, stop_when_paused=True)
+    control = control or Controller(auto_accept=True, stop_when_paused=True)
     started = time.monotonic()
     session = await open_session(
         _options(request, task, model), control, environment=environment() if environment else None
@@ -243,21 +250,38 @@ async def run_task(
 
 
 async def run_bench(request: BenchRequest, environment: EnvironmentFactory | None = None) -> list[BenchRow]:
+    from cuda_llm.engine.cli.interrupt import ctrl_c_stops
+    from cuda_llm.engine.fsr.control import Controller
+
     check_tasks(request)
     rows: list[BenchRow] = []
     made: set[int] = set()
-    for task in request.tasks:
-        model = request.model
-        if model == REPLAY_LATEST:
-            found = _replayed_session(task, request.db, made)
-            if found is None:
-                print(f"cuda-llm: no recorded session of {task} to replay; skipped", file=sys.stderr)
-                continue
-            model = f"replay:{found}"
-        row = await run_task(request, task, model, environment)
-        if row.session is not None:
-            made.add(row.session)
-        rows.append(row)
+    control: Controller | None = None
+    stopped = False
+
+    def stop() -> None:  # Ctrl-C: the session running now stops cleanly, no further task starts
+        nonlocal stopped
+        stopped = True
+        if control is not None:
+            control.stop()
+
+    with ctrl_c_stops(stop):
+        for task in request.tasks:
+            if stopped:
+                print(f"cuda-llm: stopped: {task} and the tasks after it were not run", file=sys.stderr)
+                break
+            model = request.model
+            if model == REPLAY_LATEST:
+                found = _replayed_session(task, request.db, made)
+                if found is None:
+                    print(f"cuda-llm: no recorded session of {task} to replay; skipped", file=sys.stderr)
+                    continue
+                model = f"replay:{found}"
+            control = Controller(auto_accept=True, stop_when_paused=True)
+            row = await run_task(request, task, model, environment, control)
+            if row.session is not None:
+                made.add(row.session)
+            rows.append(row)
     return rows
 
 

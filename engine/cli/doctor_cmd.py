@@ -11,8 +11,12 @@ import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cuda_llm.engine.cli.output import print_json
+
+if TYPE_CHECKING:
+    from cuda_llm.engine.settings import CompileSettings
 
 # How long a model server gets to answer before it is reported unreachable.
 SERVER_PROBE_TIMEOUT_S = 3.0
@@ -96,13 +100,13 @@ def check_compiler(arch: str) -> list[Check]:
     return checks
 
 
-async def check_sandbox() -> Check:
+async def check_sandbox(settings: CompileSettings | None = None) -> Check:
     """Whether the compiler processes are shut in (engine/compile/sandbox.py): a hostile reply that
     got past the include policy could otherwise make the compiler read the host's files."""
     from cuda_llm.engine.compile.pool import CompilerPool
 
     try:
-        async with CompilerPool(workers=1) as pool:
+        async with CompilerPool(settings, workers=1) as pool:
             confined, detail = await pool.sandbox()
     except Exception as exc:
         return Check("compiler sandbox", "warn", f"not checked: {exc}")
@@ -112,7 +116,8 @@ async def check_sandbox() -> Check:
         "compiler sandbox",
         "warn",
         f"NOT ACTIVE: {detail}; only the include policy keeps a reply from making the compiler read "
-        "host files (run on a Linux kernel with Landlock, 5.13 or later, to close that)",
+        "host files (a Linux kernel with Landlock, 5.13 or later, or unprivileged user namespaces "
+        "for a chroot jail close that)",
     )
 
 

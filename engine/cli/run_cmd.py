@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import sys
 
 from cuda_llm.engine.cli.output import error, print_json
@@ -115,6 +114,7 @@ def session_options(args: argparse.Namespace, task: str | None):
 
 
 async def run_headless(options, as_json: bool) -> int:
+    from cuda_llm.engine.cli.interrupt import ctrl_c_stops
     from cuda_llm.engine.cli.progress import ProgressPrinter
     from cuda_llm.engine.fsr.control import Controller
     from cuda_llm.engine.fsr.session import open_session
@@ -124,27 +124,10 @@ async def run_headless(options, as_json: bool) -> int:
     if session.env.notice:
         print(f"cuda-llm: {session.env.notice}", file=sys.stderr)
     session.bus.subscribe(ProgressPrinter(sys.stderr))
-    loop = asyncio.get_running_loop()
-    presses = 0
-
-    def on_interrupt() -> None:
-        nonlocal presses
-        presses += 1
-        if presses == 1:
-            print(
-                "\ncuda-llm: stopping: requests in flight are cancelled, everything recorded stays "
-                "(Ctrl-C again to quit now)",
-                file=sys.stderr,
-            )
-            control.stop()
-        else:
-            raise KeyboardInterrupt
-
-    loop.add_signal_handler(signal.SIGINT, on_interrupt)
     try:
-        result = await session.run()
+        with ctrl_c_stops(control.stop):
+            result = await session.run()
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
         await session.close()
     if as_json:
         from cuda_llm.engine.cli.report import session_report

@@ -246,6 +246,12 @@ class _Lexed:
         """The 1-based line of the original source that holds spliced position `pos`."""
         return 1 + bisect.bisect_left(self.newlines, pos) + bisect.bisect_right(self.splices, pos)
 
+    def line_start(self, pos: int) -> int:
+        """Where the (spliced) line that holds `pos` starts: a bisect, not a scan back along a line
+        that may be the whole source."""
+        k = bisect.bisect_left(self.newlines, pos)
+        return self.newlines[k - 1] + 1 if k else 0
+
 
 def _splice(text: str) -> tuple[str, tuple[int, ...]]:
     pieces = text.split("\\\n")
@@ -303,6 +309,12 @@ def _lex(text: str) -> _Lexed:
             pos = quoted(start)
         elif tok[0].isdigit() or tok[0] == ".":
             pos = m.end()
+            if pos < n and spliced[pos] == "'":
+                # Whether this quote is a digit separator (NVRTC takes it as one after 0x or 1u, and
+                # reads on from it) or opens a char literal (as this lexer would) decides where a
+                # comment on this line starts: it must not be left to a guess.
+                message = "a quote right after a number is not allowed (a misplaced digit separator?)"
+                raise PolicyViolation([(line_at(start), message)])
         else:
             nxt = spliced[m.end()] if m.end() < n else ""
             if tok in _RAW_PREFIXES and nxt == '"':
@@ -394,9 +406,13 @@ def _pragma_refusal(text: str) -> str:
 def _check_raw(text: str) -> list[tuple[int | None, str]]:
     """What must be refused before lexing, because it changes how the lexer would read the rest."""
     found: list[tuple[int | None, str]] = []
+    newlines: list[int] | None = None
 
     def line_at(pos: int) -> int:
-        return 1 + text.count("\n", 0, pos)
+        nonlocal newlines
+        if newlines is None:  # only a source with something to refuse pays for the index
+            newlines = [m.start() for m in re.finditer("\n", text)]
+        return 1 + bisect.bisect_left(newlines, pos)
 
     for m in _TRIGRAPH.finditer(text):
         found.append((line_at(m.start()), f"trigraph {m.group()!r} is not allowed"))
@@ -422,7 +438,7 @@ def _directive_on_line_of(lx: _Lexed, pos: int, cache: dict[int, tuple[int, str,
     """The directive whose line holds spliced position `pos`, when its '#' comes before `pos`:
     ('#' position, name, name end, line end); None otherwise. Cached by line start."""
     clean = lx.clean
-    start = clean.rfind("\n", 0, pos) + 1
+    start = lx.line_start(pos)
     if start not in cache:
         found = None
         m = _DIRECTIVE_START.match(clean, start)
@@ -445,13 +461,28 @@ def _structure_problems(lx: _Lexed) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     cache: dict[int, tuple[int, str, int, int] | None] = {}
     for c_start, c_end in lx.block_comments:  # a // comment ends the name and the line alike
+        spans_lines = "\n" in lx.spliced[c_start:c_end]
+        if spans_lines:
+            # Whether a quote on this line opens a literal is the one thing lexers disagree on (in
+            # an #if 0 group NVRTC reads the digit separator of 1'0 as a char literal, which hides
+            # this /* to the end of the line): a comment that hides whole lines must not open
+            # after one. At most one such comment opens on a line, so the slices stay linear.
+            before = lx.clean[lx.line_start(c_start) : c_start]
+            if "'" in before or '"' in before:
+                found.append(
+                    (
+                        c_start,
+                        "a /* comment that runs over several lines must not open after a quote or a "
+                        "digit separator on its line: start it on a line of its own, or use //",
+                    )
+                )
         d = _directive_on_line_of(lx, c_start, cache)
         if d is None:
             continue
         hash_at, _name, name_end, _end = d
         if c_start < name_end:
             found.append((hash_at, "a comment inside a directive name is not allowed"))
-        if "\n" in lx.spliced[c_start:c_end]:
+        if spans_lines:
             found.append((hash_at, "a /* */ comment that spans lines is not allowed in a directive"))
     for at in lx.splices:
         d = _directive_on_line_of(lx, at, cache)

@@ -14,6 +14,7 @@ import functools
 import os
 import re
 import time
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -133,8 +134,12 @@ def _error_line(result_name: str, diagnostics: tuple[Any, ...]) -> str:
     return errors[0].one_line() + (more if len(errors) > 1 else "")
 
 
-def compile_checked(checked: CheckedSource, arch: str | int, settings: CompileSettings) -> CompileResult:
-    """Compile a source that already passed `check_source`."""
+def compile_checked(
+    checked: CheckedSource, arch: str | int, settings: CompileSettings, include_dirs: tuple[str, ...] | None = None
+) -> CompileResult:
+    """Compile a source that already passed `check_source`. `include_dirs`: the CUDA header folders
+    as this process must name them (a jailed compiler child sees them elsewhere, engine/compile/
+    sandbox.py); None finds them."""
     nvrtc = _nvrtc()
     version = nvrtc_version()
     try:
@@ -150,12 +155,13 @@ def compile_checked(checked: CheckedSource, arch: str | int, settings: CompileSe
             version=version,
             headers=checked.headers,
         )
-    include_dirs: tuple[str, ...] = ()
-    if checked.headers:
+    if not checked.headers:
+        include_dirs = ()
+    elif include_dirs is None:
         found = header_search.find_headers(nvrtc, version)
-        if found is None:
-            return failed_result(arch, header_search.NO_HEADERS_MESSAGE, version=version, headers=checked.headers)
-        include_dirs = tuple(str(d) for d in found.dirs)
+        include_dirs = tuple(str(d) for d in found.dirs) if found else ()
+    if checked.headers and not include_dirs:
+        return failed_result(arch, header_search.NO_HEADERS_MESSAGE, version=version, headers=checked.headers)
     options = build_options(arch, settings, include_dirs, version)
     text = with_prelude(checked.text, checked.headers) if settings.prelude else checked.text
 
@@ -204,12 +210,41 @@ def compile_checked(checked: CheckedSource, arch: str | int, settings: CompileSe
     )
 
 
-def compile_in_process(source: str | bytes, arch: str | int, settings: CompileSettings | None = None) -> CompileResult:
+def compile_in_process(
+    source: str | bytes,
+    arch: str | int,
+    settings: CompileSettings | None = None,
+    include_dirs: tuple[str, ...] | None = None,
+) -> CompileResult:
     """Check and compile `source` here, with no time limit: for trusted sources (the GPU worker's
     harness) and for code already running in a compiler child process. Raises FormatError when
     the source breaks the policy, CompilerUnavailableError when NVRTC cannot be loaded."""
     settings = settings or CompileSettings()
-    return compile_checked(check_source(source, settings), arch, settings)
+    return compile_checked(check_source(source, settings), arch, settings, include_dirs)
+
+
+# One header from each corner of the include folders (the fp16 intrinsics, crt/, cooperative groups,
+# libcu++ under cccl/): a jail that hides any of them fails its proof. Together 0.9 s to compile.
+_SELF_TEST_HEADERS = ("cuda_fp16.h", "mma.h", "cooperative_groups.h", "cuda/std/cstdint")
+
+
+def self_test_for(header_dirs: Sequence[str | os.PathLike[str]]) -> Callable[[tuple[str, ...]], str | None]:
+    """The proof a jail gives that it left the compiler working (engine/compile/sandbox.py): a kernel
+    that includes those of _SELF_TEST_HEADERS that `header_dirs` hold (seen now, before any jail)
+    must compile with the include folders as the jailed process names them. The proof returns None,
+    or the first error."""
+    present = tuple(h for h in _SELF_TEST_HEADERS if any(os.path.isfile(os.path.join(d, h)) for d in header_dirs))
+
+    def prove(include_dirs: tuple[str, ...]) -> str | None:
+        headers = present if include_dirs else ()
+        include = "".join(f"#include <{h}>\n" for h in headers)
+        probe = include + 'extern "C" __global__ void cuda_llm_probe(float* x) { x[threadIdx.x] = 0.0f; }\n'
+        archs = supported_archs()
+        arch = "sm_90" if 90 in archs else f"sm_{archs[-1]}"
+        result = compile_checked(CheckedSource(probe, headers), arch, CompileSettings(), include_dirs)
+        return None if result.ok else f"the probe kernel no longer compiles ({result.error})"
+
+    return prove
 
 
 def warm_up() -> dict[str, Any]:

@@ -56,8 +56,11 @@ def prepare_child(settings: CompileSettings, parent_pid: int) -> dict[str, Any]:
     # Everything a compile needs is loaded now (NVRTC, its builtins, the headers extracted, the
     # modules of the compile path imported): once confined, the process can open nothing else.
     info = nvrtc.warm_up()
-    status = sandbox.confine(info.pop("header_dirs"))
+    header_dirs = info.pop("header_dirs")
+    status = sandbox.confine(header_dirs, nvrtc.self_test_for(header_dirs), settings.sandbox)
     info["sandbox"] = (status.active, status.detail)
+    info["sandbox_mechanism"] = status.mechanism
+    info["include_dirs"] = status.include_dirs  # as this process names them from now on
     info["memory_limit_bytes"] = resource.getrlimit(resource.RLIMIT_DATA)[0]
     return info
 
@@ -82,7 +85,7 @@ def child_main(conn: Connection, settings: CompileSettings, parent_pid: int) -> 
         try:
             # The parent checked the source already; checking again here costs milliseconds and
             # keeps the policy in force even if a caller bypasses the parent's check.
-            conn.send(("result", nvrtc.compile_in_process(source, arch, settings)))
+            conn.send(("result", nvrtc.compile_in_process(source, arch, settings, info["include_dirs"])))
         except BaseException as exc:
             first_line = (str(exc).splitlines() or [""])[0]
             conn.send(("error", f"{type(exc).__name__}: {first_line}"))

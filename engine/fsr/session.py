@@ -84,13 +84,22 @@ def resume_server(record: SessionRecord, model: str, options: SessionOptions) ->
     resume never falls back to a default (or an environment variable) that points elsewhere; a
     different one only when asked for with switch_server."""
     kind = _server_kind(model)
-    recorded = record.server if kind == _server_kind(record.model) else None
+    same_kind = kind == _server_kind(record.model)
+    recorded = record.server if same_kind else None
     asked = options.host if kind == "ollama" else options.base_url if kind == "openai" else None
+    flag = "--host" if kind == "ollama" else "--base-url"
+    if recorded is None and same_kind and kind in ("ollama", "openai") and asked is None and not options.switch_server:
+        # Recorded by a cuda-llm that kept no server: the default (or an environment variable) may
+        # point anywhere, api.openai.com included, and the prompts (and a key) would follow it.
+        raise UserError(
+            f"session {record.id} was recorded without its model server (by an older cuda-llm): name the "
+            f"server it used with {flag}, or add --switch-server to send its prompts to "
+            f"{'OLLAMA_HOST or the local default' if kind == 'ollama' else 'OPENAI_BASE_URL or the default'}"
+        )
     if recorded is None or kind not in ("ollama", "openai"):
         return options.host, options.base_url
     if asked is not None and _normalised(kind, asked) != recorded:
         if not options.switch_server:
-            flag = "--host" if kind == "ollama" else "--base-url"
             raise UserError(
                 f"session {record.id} was recorded with the server {recorded}; {flag} {asked} would send its "
                 f"prompts elsewhere: add --switch-server to do that, or drop {flag}"

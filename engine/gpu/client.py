@@ -30,6 +30,7 @@ from cuda_llm.engine.gpu.protocol import (
     WorkerHello,
 )
 from cuda_llm.engine.paths import user_cache_dir
+from cuda_llm.engine.secrets import without_secrets
 from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task.model import Task
 
@@ -86,7 +87,7 @@ class GpuWorker:
 
     async def _spawn(self) -> DeviceInfo:
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ)
+        env = without_secrets(os.environ)  # the worker runs model-written code: no key in its reach
         # The child imports `cuda_llm` from wherever this process did (installed or a checkout).
         root = str(Path(cuda_llm.__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)

@@ -128,6 +128,12 @@ def _completion(stored: str | None, reply: str | None) -> Completion | None:
     return dataclasses.replace(completion, text=reply) if reply is not None else completion
 
 
+def _unwritable(path: Path) -> bool:
+    """An existing database that this process may not write, or whose folder it may not write
+    (SQLite keeps its -wal and -shm files beside it)."""
+    return path.is_file() and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
+
+
 def _wrap(exc: sqlite3.Error, path: Path) -> StoreError:
     text = str(exc)
     if "full" in text:
@@ -140,8 +146,12 @@ def _wrap(exc: sqlite3.Error, path: Path) -> StoreError:
             f"the session database {path} is damaged ({text}): `sqlite3 {path} .recover` saves what it "
             "holds; use --db to start another file"
         )
-    if "readonly" in text or "read-only" in text:
-        return StoreError(f"the session database {path} is read-only; use --db to choose another file")
+    if "readonly" in text or "read-only" in text or ("unable to open" in text and _unwritable(path)):
+        return StoreError(
+            f"the session database {path} is read-only (read-only media, or a folder without write "
+            "permission): `cuda-llm sessions` and `export` still read it; to run or resume a session, copy "
+            "it somewhere writable and give that file with --db"
+        )
     if "unable to open" in text:
         return StoreError(f"cannot open the session database {path} ({text}): check the folder, or use --db")
     if "locked" in text or "busy" in text:

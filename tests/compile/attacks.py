@@ -14,8 +14,8 @@ ATTACKS: dict[str, str] = {
     "quoted_absolute": '#include "FILE"\n',
     "quoted_relative": '#include "secret.h"\n',
     "angle_absolute": "#include <FILE>\n",
-    "angle_dotdot": "#include <../../../../../../../..FILE>\n",
-    "allowed_prefix_dotdot": "#include <cuda/std/../../../../../../../..FILE>\n",
+    "angle_dotdot": "#include <" + "../" * 20 + "..FILE>\n",
+    "allowed_prefix_dotdot": "#include <cuda/std/" + "../" * 20 + "..FILE>\n",
     "macro_include": "#define H <FILE>\n#include H\n",
     "macro_quoted_include": '#define H "FILE"\n#include H\n',
     "function_macro_include": "#define F(x) <x>\n#include F(FILE)\n",
@@ -68,7 +68,53 @@ ATTACKS: dict[str, str] = {
     "digraph_pasting": '#define CAT(a, b) a%:%:b\nCAT(_Pra, gma)("message(\\"FILE\\")")\n',
     "ucn_pragma": '_Pr\\u0061gma("message(\\"FILE\\")")\n',
     "ucn_has_include": "#if __has_incl\\u0075de(<FILE>)\n#endif\n",
+    # In an #if 0 group NVRTC reads the digit separator of 1'0 as a char literal running to the line
+    # end, so the /* there opens nothing: #endif closes the group and the #include is read.
+    "digit_separator_in_skipped_group": '#if 0\nint a = 1\'0 /*\n#endif\n#include "FILE"\n*/\n#endif\n',
+    # NVRTC reads the quote after 0x as a (misplaced) digit separator and the next one as a char
+    # literal to the line end, so the /* opens nothing and the #include is read.
+    "quote_after_a_number": "int a = 1'0x''/*\n#include <FILE>\n*/;\n",
+    "hex_separator_in_skipped_group": "#if 0\nint a = 0x1'f; /*\n#endif\n#include <FILE>\n#if 0\n*/\n#endif\n",
 }
+
+# What NVRTC 13.5 does with each attack when nothing stops it (no policy, no jail): these open the
+# file named FILE (a planted one in tests/compile/test_nvrtc.py), and these tell whether it exists.
+# The rest do nothing on this NVRTC (no #embed, no __has_embed, trigraphs off in C++17, #import
+# unknown, _Pragma("message") only prints) but are refused all the same: another compiler version may
+# do more, and nothing honest needs them.
+READ_BY_NVRTC: frozenset[str] = frozenset(
+    {
+        "quoted_absolute",
+        "angle_absolute",
+        "angle_dotdot",
+        "allowed_prefix_dotdot",
+        "macro_include",
+        "macro_quoted_include",
+        "function_macro_include",
+        "include_next",
+        "digraph",
+        "digraph_spaced",
+        "splice_after_hash",
+        "splice_in_name",
+        "splice_before_header",
+        "comment_after_hash",
+        "comment_inside_directive",
+        "multiline_comment_in_directive",
+        "block_comment_before_hash",
+        "digit_separator_hiding",
+        "char_quote_hiding",
+        "unterminated_string",
+        "raw_string",
+        "backslash_space_newline",
+        "string_backslash_before_empty_line",
+        "char_backslash_before_empty_line",
+        "string_backslash_after_endif",
+        "digit_separator_in_skipped_group",
+        "hex_separator_in_skipped_group",
+        "quote_after_a_number",
+    }
+)
+PROBED_BY_NVRTC: frozenset[str] = frozenset({"has_include_in_if", "pasted_has_include"})
 
 # Sources a naive filter would refuse, all harmless: includes in comments and strings, a line
 # comment continued onto the next line (the compiler reads that line as comment too), pragmas
@@ -108,3 +154,23 @@ def secret_snippets(path: Path) -> list[str]:
     except OSError:
         return []
     return [line.strip() for line in text.splitlines() if len(line.strip()) >= 8]
+
+
+def unguarded_compile(source: str) -> tuple[bool, str]:
+    """NVRTC itself on `source`, in this process: no policy, no jail, the raw log, the CUDA headers'
+    folders searched (so the attacks that climb out of them can). What an attack does when nothing
+    stops it; never for anything but proving that."""
+    from cuda_llm.engine.compile import nvrtc
+
+    raw = nvrtc._nvrtc()
+    found = nvrtc.header_search.find_headers(raw, nvrtc.nvrtc_version())
+    options = [b"-arch=sm_90", b"--std=c++17", *(f"-I{d}".encode() for d in (found.dirs if found else ()))]
+    _, prog = raw.nvrtcCreateProgram(source.encode(), nvrtc.PROGRAM_NAME.encode(), 0, [], [])
+    try:
+        (result,) = raw.nvrtcCompileProgram(prog, len(options), options)
+        _, size = raw.nvrtcGetProgramLogSize(prog)
+        log = b" " * size
+        raw.nvrtcGetProgramLog(prog, log)
+    finally:
+        raw.nvrtcDestroyProgram(prog)
+    return result == raw.nvrtcResult.NVRTC_SUCCESS, log.decode(errors="replace")

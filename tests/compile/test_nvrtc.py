@@ -17,7 +17,17 @@ from cuda_llm.engine.compile.source import CheckedSource
 from cuda_llm.engine.paths import user_cache_dir
 from cuda_llm.engine.settings import CompileSettings
 from tests.compile import kernels
-from tests.compile.attacks import ATTACKS, HARMLESS, SECRET_FILES, K, attack, secret_snippets
+from tests.compile.attacks import (
+    ATTACKS,
+    HARMLESS,
+    PROBED_BY_NVRTC,
+    READ_BY_NVRTC,
+    SECRET_FILES,
+    K,
+    attack,
+    secret_snippets,
+    unguarded_compile,
+)
 from tests.compile.conftest import needs_nvrtc
 
 pytestmark = needs_nvrtc
@@ -265,6 +275,32 @@ def _raw_nvrtc_log(source: str) -> str:
     finally:
         raw.nvrtcDestroyProgram(prog)
     return log.decode(errors="replace")
+
+
+def _older_than(version: tuple[int, int]) -> bool:
+    try:
+        return nvrtc.nvrtc_version() < version
+    except Exception:  # no NVRTC: needs_nvrtc says so
+        return True
+
+
+@pytest.mark.skipif(_older_than((13, 5)), reason="catalogued on NVRTC 13.5")
+@pytest.mark.parametrize("name", sorted(READ_BY_NVRTC | PROBED_BY_NVRTC))
+def test_the_attacks_are_real_when_nothing_stops_them(name: str, tmp_path: Path) -> None:
+    """The corpus is not a list of guesses: unguarded, NVRTC opens the planted file (its #error shows)
+    or tells whether it exists (the #warning of the probe shows only when it does)."""
+    marker = f"PLANTED_{tmp_path.name}"
+    planted = tmp_path / "planted.h"
+    planted.write_text(f"#error {marker}\n")
+    if name in READ_BY_NVRTC:
+        _ok, log = unguarded_compile(attack(name, planted))
+        assert marker in log, log
+    else:
+
+        def probe(path: Path) -> str:
+            return unguarded_compile(attack(name, path).replace("#endif", "#warning found\n#endif"))[1]
+
+        assert "found" in probe(planted) and "found" not in probe(tmp_path / "absent.h")
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))

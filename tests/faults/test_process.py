@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 from llm_servers import Reply
 from scripted import chunked, reply
-from session_driver import cli, cli_env, labels, options, run_session
+from session_driver import ROOT, cli, cli_env, labels, options, run_session
 
 from cuda_llm.engine.cli.main import main as cuda_llm
 from cuda_llm.engine.store.schema import SCHEMA_VERSION
@@ -59,6 +60,17 @@ def new_run(db: Path, server, env: dict[str, str], n: int, d: int):
     return cli(
         "run", "vector_add", "--model", "ollama:loop-model", "-N", str(n), "-D", str(d), *common(db, server), env=env
     )
+
+
+def ctrl_c(proc: subprocess.Popen, times: int = 1) -> tuple[str, str, float]:
+    """Press Ctrl-C `times` times (0.3 s apart); (stdout, stderr, seconds from the first press to the exit)."""
+    pressed = time.monotonic()
+    for n in range(times):
+        if n:
+            time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return out, err, time.monotonic() - pressed
 
 
 def digest(path: Path) -> str:
@@ -130,10 +142,7 @@ def test_ctrl_c_headless_then_resume(tmp_path, llm_server, observed):
         "run", "vector_add", "--model", "ollama:loop-model", "-N", "1", "-D", "3", *common(db, llm_server), env=env
     )
     wait_for("round 2's request", lambda: len(llm_server.chat_requests) >= 2, proc)
-    pressed = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    took = time.monotonic() - pressed
+    out, err, took = ctrl_c(proc)
     assert proc.returncode == 0, err
     assert took < 10, f"the stop waited {took:.1f} s"
     assert "session 1: stopped (stopped by the user)" in out
@@ -173,18 +182,113 @@ def test_ctrl_c_twice_quits_at_once(tmp_path, llm_server, observed):
     proc = new_run(db, llm_server, env, n=1, d=3)
     wait_for("round 2's request", lambda: len(llm_server.chat_requests) >= 2, proc)
     wait_for("round 2's reply to be recorded", lambda: "r2-1" in snapshot(db), proc)
-    pressed = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    time.sleep(0.3)
-    proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=30)
-    took = time.monotonic() - pressed
+    _out, err, took = ctrl_c(proc, times=2)
     assert proc.returncode == 130, err
     assert err.strip().endswith("cuda-llm: interrupted") and "Traceback" not in err
     assert took < 10, "it did not wait for the compile"
     after = snapshot(db)
     assert set(after) == {"baseline", "r1-1", "r2-1"} and integrity(db) == "ok"
     observed(f"quit {took:.1f} s after the first Ctrl-C, exit 130 'interrupted'; round 2's reply kept")
+
+
+@pytest.mark.fault(
+    GROUP,
+    "Ctrl-C in headless mode while retries back off against a server that keeps failing (HTTP 500)",
+    "stops at once: the retry waiting for its turn is cancelled, no request after the Ctrl-C; status "
+    "'stopped', exit code 0",
+)
+def test_ctrl_c_cancels_the_retries(tmp_path, llm_server, observed):
+    db = tmp_path / "sessions.db"
+    # Production backoff (2 s, then 4 s): a Ctrl-C that waited for the retries would wait 6 s or more.
+    llm_server.default = Reply.server_error(500, "overloaded")
+    proc = new_run(db, llm_server, cli_env(tmp_path), n=1, d=3)
+    wait_for("a retry", lambda: len(llm_server.chat_requests) >= 2, proc)
+    asked = len(llm_server.chat_requests)
+    out, err, took = ctrl_c(proc)
+    assert proc.returncode == 0, err
+    assert took < 1.5, f"the stop waited {took:.1f} s"
+    assert len(llm_server.chat_requests) == asked, "a request went out after the Ctrl-C"
+    assert "session 1: stopped (stopped by the user)" in out and "Traceback" not in err
+    assert session_row(db)[0] == "stopped" and integrity(db) == "ok"
+    observed(f"stopped {took:.2f} s after Ctrl-C during the backoff after try {asked}; no request after it; exit 0")
+
+
+@pytest.mark.fault(
+    GROUP,
+    "Ctrl-C in `bench` while a request hangs; Ctrl-C twice",
+    "the first stops the running session cleanly ('stopped'), starts no further task and prints the table "
+    "of what ran, exit 0; the second quits at once (exit 130)",
+)
+def test_ctrl_c_in_bench(tmp_path, llm_server, observed):
+    env = cli_env(tmp_path)
+    llm_server.default = Reply.stall_first(STALL_S * 4, reply())
+    bench = ["bench", "--tasks", "vector_add", "leaky_relu", "--model", "ollama:loop-model", "-N", "1", "-D", "2"]
+    db = tmp_path / "sessions.db"
+    proc = cli(*bench, *common(db, llm_server)[1:], env=env)  # bench has no --headless: it never has a UI
+    wait_for("vector_add's request", lambda: len(llm_server.chat_requests) >= 1, proc)
+    out, err, took = ctrl_c(proc)
+    assert proc.returncode == 0, err
+    assert took < 5, f"the stop waited {took:.1f} s"
+    assert "| vector_add |" in out and "leaky_relu and the tasks after it were not run" in err
+    assert "Traceback" not in err and session_row(db)[0] == "stopped"
+    assert len(llm_server.chat_requests) == 1, "no task started after the Ctrl-C"
+
+    # Twice, while a compile bomb holds the clean stop (a received reply is judged to the end).
+    from faults.test_sources import BOMB_KERNEL
+
+    db2 = tmp_path / "second.db"
+    llm_server.script(chunked(reply(BOMB_KERNEL)))
+    proc = cli(*bench, *common(db2, llm_server)[1:], env=env)
+    def bomb_recorded() -> bool:
+        try:
+            return "r1-1" in snapshot(db2)
+        except sqlite3.Error:  # not created yet
+            return False
+
+    wait_for("the bomb to be recorded", bomb_recorded, proc)
+    _out, err2, took2 = ctrl_c(proc, times=2)
+    assert proc.returncode == 130 and err2.strip().endswith("cuda-llm: interrupted"), err2
+    assert "Traceback" not in err2 and took2 < 10
+    observed(
+        f"first Ctrl-C: exit 0 after {took:.1f} s, vector_add 'stopped', leaky_relu not started, the table printed; "
+        f"twice while a compile bomb held the stop: exit 130 after {took2:.1f} s"
+    )
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="no unshare(1) to mount a folder read-only")
+@pytest.mark.fault(
+    GROUP,
+    "the database on read-only media (a read-only bind mount)",
+    "`sessions` and `export` read it; `run --resume` says in one line that it is read-only and what to do "
+    "(exit 2, no traceback)",
+)
+def test_a_database_on_read_only_media(tmp_path, llm_server, observed):
+    folder = tmp_path / "media"
+    folder.mkdir()
+    asyncio.run(one_recorded_session(folder, llm_server))
+    out = tmp_path / "exported"
+    launcher = f"{sys.executable} -m cuda_llm.app.launcher"
+    db = folder / "sessions.db"
+    # A mount namespace of a user namespace of our own: no privileges needed, nothing outside changes.
+    script = (
+        f"mount --bind -o ro {folder} {folder} && touch {folder}/probe 2>/dev/null && exit 90; "
+        f"{launcher} sessions --db {db}; echo rc=$?; "
+        f"{launcher} export 1 --db {db} --out {out}; echo rc=$?; "
+        f"{launcher} run --resume 1 --headless --compile-only --host {llm_server.url} --db {db}; echo rc=$?"
+    )
+    done = subprocess.run(
+        ["unshare", "--map-root-user", "--mount", "sh", "-c", script],
+        capture_output=True, text=True, timeout=180, env=cli_env(tmp_path), cwd=ROOT,
+    )  # fmt: skip
+    if done.returncode != 0 and "rc=" not in done.stdout:
+        pytest.skip(f"no read-only mount here: {done.stderr.strip()[:200]}")
+    codes = [int(line[3:]) for line in done.stdout.splitlines() if line.startswith("rc=")]
+    assert codes == [0, 0, 2], (done.stdout, done.stderr)
+    assert "vector_add" in done.stdout and (out / "report.json").is_file()
+    errors = [line for line in done.stderr.splitlines() if line.startswith("cuda-llm:")]
+    assert len(errors) == 1 and "is read-only" in errors[0] and "--db" in errors[0], done.stderr
+    assert "Traceback" not in done.stderr
+    observed(f"sessions and export read it (exit 0, 0); run --resume exit 2: {short(errors[0], tmp_path)!r}")
 
 
 # ---- the disk fills up ---------------------------------------------------------------------------

@@ -101,3 +101,32 @@ def test_the_continue_line_names_the_database_and_the_server():
     assert resume_command(3, None, parse_model_spec("replay:2", load_replay=lambda _: {})) == (
         "cuda-llm run --resume 3 --headless"
     )
+
+
+@pytest.mark.fault(
+    GROUP,
+    "resume of an OpenAI-compatible session recorded without its server (an older cuda-llm), no --base-url",
+    "refused with one line naming --base-url and --switch-server; nothing sent anywhere; with --base-url it "
+    "goes there and records it",
+)
+async def test_a_session_recorded_without_its_server_needs_one_named(tmp_path, monkeypatch, observed):
+    monkeypatch.setenv("OPENAI_API_KEY", f"sk-old-session-{uuid.uuid4().hex}")
+    with LoopbackLLMServer() as recorded, LoopbackLLMServer() as elsewhere:
+        recorded.default = elsewhere.default = GOOD
+        await run_session(options(tmp_path, "openai:loop-model", candidates=1, rounds=1), base_url=recorded.openai_url)
+        db = tmp_path / "sessions.db"
+        con = sqlite3.connect(db)
+        with con:
+            con.execute("UPDATE sessions SET server = NULL")  # as a cuda-llm before schema 3 left it
+        con.close()
+        before = len(recorded.chat_requests)
+        monkeypatch.setenv("OPENAI_BASE_URL", elsewhere.openai_url)  # where the default would go today
+        with pytest.raises(UserError) as refused:
+            await resume(db, rounds=2)
+        message = str(refused.value)
+        assert "\n" not in message and "--base-url" in message and "--switch-server" in message
+        assert len(recorded.chat_requests) == before and not elsewhere.chat_requests
+        resumed, _ = await resume(db, base_url=recorded.openai_url, rounds=2)
+        assert resumed.status == "finished" and len(recorded.chat_requests) > before and not elsewhere.chat_requests
+        assert recorded_server(db) == recorded.openai_url.rstrip("/")
+    observed(f"refused: {message!r}; with --base-url: finished there, server recorded")
