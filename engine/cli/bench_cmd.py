@@ -11,8 +11,10 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,73 +36,97 @@ def _resolve_model(spec: str, task: str, db: str | None, exclude: set[int]) -> s
     return None
 
 
-async def _bench(args: argparse.Namespace) -> tuple[list[dict[str, Any]], str]:
+async def bench_task(
+    name: str,
+    args: argparse.Namespace,
+    created: set[int],
+    environment: Any = None,
+    opened: Callable[[], None] | None = None,
+) -> dict[str, Any] | None:
+    """One task's headless session and its row of the table (None: nothing to replay for it).
+    `environment`: the judge environment to run it in (default: opened from the options);
+    `opened` is called once its session exists."""
     from cuda_llm.engine.cli.report import session_report
     from cuda_llm.engine.cli.run_cmd import session_options
     from cuda_llm.engine.fsr.control import Controller
     from cuda_llm.engine.fsr.session import open_session
     from cuda_llm.engine.store.sessions import SessionStore
+
+    model = _resolve_model(args.model, name, args.db, created)
+    if model is None:
+        print(f"cuda-llm: no recorded session of {name} to replay; skipped", file=sys.stderr)
+        return None
+    options = session_options(args, name)
+    options = dataclasses.replace(options, model=model)
+    if model.startswith("replay:"):
+        # The replayed session's own N, D and rules, so the same requests are made.
+        store = SessionStore(args.db)
+        try:
+            recorded = store.session(int(model.split(":", 1)[1])).settings
+        finally:
+            store.close()
+        options = dataclasses.replace(options, loop=dataclasses.replace(recorded, **options.overrides))
+    control = Controller(auto_accept=True, stop_when_paused=True)
+    started = time.monotonic()
+    session = await open_session(options, control, environment=environment)
+    created.add(session.id)
+    if opened is not None:
+        opened()
+    if session.env.notice and environment is None:
+        print(f"cuda-llm: {session.env.notice}", file=sys.stderr)
+    gpu = session.env.device.name if session.env.device else f"compile-only ({session.env.arch})"
+    print(f"{name}: session {session.id} with {model}", file=sys.stderr, flush=True)
+    try:
+        result = await session.run()
+    finally:
+        await session.close()
+    store = SessionStore(args.db)
+    try:
+        report = session_report(store, result.session_id)
+    finally:
+        store.close()
+    best = report["best"]
+    fig = best["figures"] if best else None
+    correct = any(
+        h["status"] in ("correct", "suspect", "compiled") for h in report["history"] if h["label"] != "baseline"
+    )
+    return {
+        "task": name,
+        "gpu": gpu,
+        "session": result.session_id,
+        "model": model,
+        "status": result.status,
+        "baseline_us": report["baseline_us"],
+        "best_label": best["label"] if best else "baseline",
+        "best_us": fig["median_us"] if fig else report["baseline_us"],
+        "speedup": fig["speedup"] if fig else (1.0 if report["baseline_us"] else None),
+        "roofline_share": fig["roofline_share"] if fig else None,
+        "correct": correct,
+        "rounds": len(report["rounds"]),
+        "tokens": report["tokens_used"],
+        "seconds": time.monotonic() - started,
+    }
+
+
+async def _bench(
+    args: argparse.Namespace, environment: Callable[[], Any] | None = None
+) -> tuple[list[dict[str, Any]], str]:
+    """The rows, and what they ran on. `environment` makes each task's judge environment (tests)."""
     from cuda_llm.engine.task import TaskLibrary
 
     names = args.tasks or TaskLibrary().names()
+    if getattr(args, "cluster", None) and not args.compile_only:
+        # The tasks side by side, each on GPUs of its own (engine/cluster/bench.py).
+        from cuda_llm.engine.cluster.bench import bench_on_cluster
+
+        return await bench_on_cluster(args, names, bench_task)
     rows: list[dict[str, Any]] = []
     created: set[int] = set()
-    device = "?"
     for name in names:
-        model = _resolve_model(args.model, name, args.db, created)
-        if model is None:
-            print(f"cuda-llm: no recorded session of {name} to replay; skipped", file=sys.stderr)
-            continue
-        options = session_options(args, name)
-        options = dataclasses.replace(options, model=model)
-        if model.startswith("replay:"):
-            # The replayed session's own N, D and rules, so the same requests are made.
-            store = SessionStore(args.db)
-            try:
-                recorded = store.session(int(model.split(":", 1)[1])).settings
-            finally:
-                store.close()
-            options = dataclasses.replace(options, loop=dataclasses.replace(recorded, **options.overrides))
-        control = Controller(auto_accept=True, stop_when_paused=True)
-        started = time.monotonic()
-        session = await open_session(options, control)
-        created.add(session.id)
-        if session.env.notice:
-            print(f"cuda-llm: {session.env.notice}", file=sys.stderr)
-        device = session.env.device.name if session.env.device else f"compile-only ({session.env.arch})"
-        print(f"{name}: session {session.id} with {model}", file=sys.stderr, flush=True)
-        try:
-            result = await session.run()
-        finally:
-            await session.close()
-        store = SessionStore(args.db)
-        try:
-            report = session_report(store, result.session_id)
-        finally:
-            store.close()
-        best = report["best"]
-        fig = best["figures"] if best else None
-        correct = any(
-            h["status"] in ("correct", "suspect", "compiled") for h in report["history"] if h["label"] != "baseline"
-        )
-        rows.append(
-            {
-                "task": name,
-                "session": result.session_id,
-                "model": model,
-                "status": result.status,
-                "baseline_us": report["baseline_us"],
-                "best_label": best["label"] if best else "baseline",
-                "best_us": fig["median_us"] if fig else report["baseline_us"],
-                "speedup": fig["speedup"] if fig else (1.0 if report["baseline_us"] else None),
-                "roofline_share": fig["roofline_share"] if fig else None,
-                "correct": correct,
-                "rounds": len(report["rounds"]),
-                "tokens": report["tokens_used"],
-                "seconds": time.monotonic() - started,
-            }
-        )
-    return rows, device
+        row = await bench_task(name, args, created, environment() if environment else None)
+        if row is not None:
+            rows.append(row)
+    return rows, rows[-1]["gpu"] if rows else "?"
 
 
 def markdown(rows: list[dict[str, Any]], device: str, model: str) -> str:
@@ -110,27 +136,32 @@ def markdown(rows: list[dict[str, Any]], device: str, model: str) -> str:
     lines = [
         f"# cuda-llm bench: {model} on {device}",
         "",
-        f"{time.strftime('%Y-%m-%d %H:%M')}; latencies are medians timed interleaved with the baseline on this GPU.",
+        f"{time.strftime('%Y-%m-%d %H:%M')}; latencies are medians timed interleaved with the baseline on the "
+        "row's GPU.",
         "",
-        "| task | baseline (us) | best (us) | speedup | roofline | correct | rounds | tokens | session |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| task | GPU | baseline (us) | best (us) | speedup | roofline | correct | rounds | tokens | session |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         sp = f"{r['speedup']:.2f}x" if r["speedup"] else "-"
         rf = f"{r['roofline_share']:.0%}" if r["roofline_share"] else "-"
         lines.append(
-            f"| {r['task']} | {us(r['baseline_us'])} | {us(r['best_us'])} | {sp} | {rf} | "
+            f"| {r['task']} | {r.get('gpu', '?')} | {us(r['baseline_us'])} | {us(r['best_us'])} | {sp} | {rf} | "
             f"{'yes' if r['correct'] else 'no'} | {r['rounds']} | {r['tokens']} | {r['session']} |"
         )
-    speedups = [r["speedup"] for r in rows if r["speedup"]]
-    if speedups:
-        import math
-
+    # Speedups are compared only among rows of one GPU model: a mean over several would mix them.
+    models = sorted({r.get("gpu", "?") for r in rows})
+    for gpu in models:
+        group = [r for r in rows if r.get("gpu", "?") == gpu]
+        speedups = [r["speedup"] for r in group if r["speedup"]]
+        if not speedups:
+            continue
         geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
+        on = f" on {gpu}" if len(models) > 1 else ""
         lines += [
             "",
-            f"Geometric mean speedup over {len(speedups)} task(s): {geo:.2f}x; "
-            f"correct on {sum(r['correct'] for r in rows)} of {len(rows)}.",
+            f"Geometric mean speedup{on} over {len(speedups)} task(s): {geo:.2f}x; "
+            f"correct on {sum(r['correct'] for r in group)} of {len(group)}.",
         ]
     return "\n".join(lines) + "\n"
 

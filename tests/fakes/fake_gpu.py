@@ -189,3 +189,25 @@ def fake_environment(gpu: FakeGpu | None = None, workers: int = 1) -> JudgeEnvir
     gpu = gpu or FakeGpu()
     compiler = CompilerPool(Settings().compile, workers=workers)
     return JudgeEnvironment(compiler, gpu, gpu.info, gpu.peaks_value, "sm_90", None)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class FakeGpuFactory:
+    """Makes a FakeGpu where the GPU worker would start: pass it as `worker_factory` to the cluster's
+    actors (engine/cluster) and each actor judges with a fake on its node. Each fake gets a uuid of
+    its own (the node's id and the actor's process), as real GPUs have."""
+
+    delay_s: float = 0.0
+    baseline_us: float = BASELINE_US
+    name: str = FAKE_DEVICE.name
+
+    def __call__(self, device_index: int, settings: Settings, log_dir: object = None) -> FakeGpu:
+        import dataclasses
+        import os
+
+        import ray
+
+        node = ray.get_runtime_context().get_node_id()[:12]
+        uuid = f"GPU-fake-{node}-{os.getpid()}"
+        info = dataclasses.replace(FAKE_DEVICE, index=device_index, name=self.name, uuid=uuid)
+        return FakeGpu(delay_s=self.delay_s, baseline_us=self.baseline_us, info=info)
