@@ -21,6 +21,10 @@ from cuda_llm.engine.errors import UserError
 # A cluster address that does not answer within this is reported at once, rather than after the
 # half minute a Ray client takes to give up (or the longer wait of a driver for its GCS).
 PROBE_TIMEOUT_S = 5.0
+# A Ray client whose head has just started can be turned away while the head readies the session's
+# environment ("Initialization failure from server"); it is asked again this often, this long apart.
+CONNECT_ATTEMPTS = 3
+CONNECT_RETRY_S = 2.0
 # The port a Ray head serves clients on, and the port of its GCS (`ray start --head` defaults).
 CLIENT_PORT = 10001
 GCS_PORT = 6379
@@ -114,11 +118,19 @@ async def connect(address: str) -> ClusterConnection:
                 f"cannot reach the Ray cluster at {address} ({problem}): start its head with `ray start --head` "
                 "and check the address and port"
             )
-    try:
-        await asyncio.to_thread(_init, address)
-    except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ClusterError(f"cannot connect to the Ray cluster at {address}: {first}") from None
+    for attempt in range(1, CONNECT_ATTEMPTS + 1):
+        try:
+            await asyncio.to_thread(_init, address)
+            break
+        except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
+            text = str(exc).strip()
+            if attempt < CONNECT_ATTEMPTS and "Initialization failure from server" in text:
+                await asyncio.sleep(CONNECT_RETRY_S)  # the head's client server is still starting
+                continue
+            first = text.splitlines()[0] if text else type(exc).__name__
+            if "Initialization failure from server" in text:
+                first = "its client server could not start a session (see ray_client_server*.err on the head)"
+            raise ClusterError(f"cannot connect to the Ray cluster at {address}: {first}") from None
     return ClusterConnection(address, owned=True)
 
 
