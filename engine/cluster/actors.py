@@ -98,13 +98,15 @@ class GpuActor(_OnNode):
             return self.refusal(self.problem)
         async with self.start_lock:
             if self.info is None:
-                worker = self._make_worker()
+                worker = None
                 try:
+                    worker = self._make_worker()
                     self.info = await worker.start()
                 except Exception as exc:
                     self.problem = _first_line(exc)
-                    with contextlib.suppress(Exception):  # it did not start: nothing of it to stop
-                        await worker.close()
+                    if worker is not None:
+                        with contextlib.suppress(Exception):  # it did not start: nothing of it to stop
+                            await worker.close()
                     return self.refusal(self.problem)
                 self.worker = worker
         return self.info, self._ran_on()
@@ -184,7 +186,7 @@ class GpuActor(_OnNode):
 
 
 class CompilerActor(_OnNode):
-    """A warm, sandboxed NVRTC process (engine/compile/pool.py) on one CPU of the cluster."""
+    """A warm NVRTC process (engine/compile/pool.py) on one CPU of the cluster, sandboxed or not used."""
 
     def __init__(self, expected_version: str, settings_blob: bytes) -> None:
         super().__init__(expected_version, settings_blob)
@@ -200,9 +202,16 @@ class CompilerActor(_OnNode):
             pool = CompilerPool(self.settings.compile, workers=1)
             try:
                 await pool.start()
+                confined, detail = await pool.sandbox()
             except Exception as exc:
                 pool.close()
                 self.problem = _first_line(exc)
+                return self.refusal(self.problem)
+            if not confined:
+                # A source past the include policy could make an unconfined compiler read this
+                # machine's files into a log that goes back to the driver (and on to a model).
+                pool.close()
+                self.problem = f"its compiler cannot be sandboxed ({detail}); compiles stay on the driver"
                 return self.refusal(self.problem)
             self.pool = pool
         return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import pickle
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -76,8 +77,17 @@ async def _start_one(handle: Any, timeout_s: float) -> tuple[DeviceInfo, RanOn] 
     except TimeoutError:
         return f"a GPU actor did not start within {timeout_s:.0f} s (its GPU taken by another job meanwhile?)"
     except RayError as exc:
-        text = str(exc).strip().splitlines()
-        return f"a GPU actor failed to start: {text[0] if text else type(exc).__name__}"
+        return f"a GPU actor failed to start: {ray_error_line(exc)}"
+
+
+def ray_error_line(exc: BaseException) -> str:
+    """One line for an error that came through Ray: the cause an actor raised, not Ray's header."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, BaseException):
+        exc = cause
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
+    line = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {line}" if line else type(exc).__name__
 
 
 async def kill(handles: Sequence[Any], close_timeout_s: float) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from cuda_llm.engine.cluster.bundle import ShippedTask, pack_task
-from cuda_llm.engine.cluster.fleet import Member, kill
+from cuda_llm.engine.cluster.fleet import Member, kill, ray_error_line
 from cuda_llm.engine.cluster.settings import ClusterSettings
 from cuda_llm.engine.gpu.client import GpusLost, GpuWorker, ProfileFailure
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport, ProgramRef, ValidationReport
@@ -86,9 +86,11 @@ class ClusterGpuPool:
         self.revived = 0  # lost GPUs that came back
         self.events: list[str] = []  # one line per GPU lost, refused or back
         self._budgets = GpuWorker(0, settings)  # the worker's own time limits (it spawns nothing)
+        # A member is in this queue once for each job it may take now (ClusterSettings.jobs_per_gpu).
         self._idle: asyncio.Queue[Member] = asyncio.Queue()
-        for m in self.members:
-            self._idle.put_nowait(m)
+        for _ in range(cluster.jobs_per_gpu):
+            for m in self.members:
+                self._idle.put_nowait(m)
         self._watchers: set[asyncio.Task[None]] = set()
         self._watched: set[Member] = set()
         self._all_lost_since: float | None = None
@@ -192,7 +194,7 @@ class ClusterGpuPool:
         return f"lost the Ray cluster at {self.address}: {what}{last}; the session is paused, resumable"
 
     async def _acquire(self) -> Member:
-        """A ready GPU with nothing to do, waiting for one (or for a lost one to come back)."""
+        """A ready GPU that can take a job now, waiting for one (or for a lost one to come back)."""
         while True:
             self._check_reachable()
             try:
@@ -287,7 +289,8 @@ class ClusterGpuPool:
             member.state = "ready"
             self.revived += 1
             self.events.append(f"{member.ran_on.describe()} is back")
-            self._idle.put_nowait(member)
+            for _ in range(self.cluster.jobs_per_gpu):
+                self._idle.put_nowait(member)
             return
 
     def _lose_for_good(self, member: Member, reason: str) -> None:
@@ -301,6 +304,4 @@ class ClusterGpuPool:
 
 
 def _reason(exc: BaseException) -> str:
-    text = str(exc).strip()
-    line = text.splitlines()[0] if text else type(exc).__name__
-    return line[:200]
+    return ray_error_line(exc)[:200]

@@ -21,6 +21,10 @@ class ClusterSettings:
     # With every GPU of the session out of reach, judging waits this long for one to come back (an
     # actor restarting takes seconds; a node rebooting, minutes) before the session pauses, resumable.
     lost_grace_s: float = 60.0
+    # Jobs sent to a GPU's actor at once: one running and one waiting on its node, so the GPU does not
+    # idle while an answer and the next request cross the network (its worker still runs them one
+    # at a time). A GPU that is lost re-queues both.
+    jobs_per_gpu: int = 2
     # On top of the GPU worker's own limits (which catch a hung kernel on the node), an answer that
     # has not crossed the network after this much more is treated as lost: the job runs elsewhere.
     job_slack_s: float = 60.0

@@ -28,13 +28,13 @@ def require_ray() -> Any:
     return ray
 
 
-def start_cluster(gpu_nodes: int, client_port: int | None = None) -> Any:
-    """A head (one CPU, one GPU) and `gpu_nodes - 1` worker nodes (no CPU, one GPU each)."""
+def start_cluster(nodes: int, client_port: int | None = None, head_gpus: int = 1) -> Any:
+    """A head (one CPU, `head_gpus` GPUs) and `nodes - 1` worker nodes (no CPU, one GPU each)."""
     from ray.cluster_utils import Cluster
 
     head: dict[str, Any] = {
         "num_cpus": 1,
-        "num_gpus": 1,
+        "num_gpus": head_gpus,
         "include_dashboard": False,
         "object_store_memory": OBJECT_STORE_BYTES,
         "_system_config": FAST_HEALTH_CHECKS,
@@ -42,7 +42,7 @@ def start_cluster(gpu_nodes: int, client_port: int | None = None) -> Any:
     if client_port is not None:
         head["ray_client_server_port"] = client_port
     cluster = Cluster(initialize_head=True, head_node_args=head)
-    for _ in range(gpu_nodes - 1):
+    for _ in range(nodes - 1):
         add_gpu_node(cluster)
     cluster.wait_for_nodes()
     return cluster

@@ -93,6 +93,33 @@ async def test_a_node_lost_mid_round_loses_and_duplicates_nothing(tmp_path, llm_
     assert [r[0] for r in rows] == LABELS and all(r[1] == "correct" and r[2] for r in rows)
 
 
+async def test_with_every_gpu_out_of_reach_the_session_pauses_after_the_grace(tmp_path, llm_server):
+    require_ray()
+    cluster = start_cluster(2, head_gpus=0)  # the head stays; the only GPU machine goes
+    try:
+        llm_server.default = chunked(reply())
+        settings = dataclasses.replace(QUIET, lost_grace_s=3.0)
+        env = await open_cluster_environment(
+            Settings(), cluster.address, worker_factory=FakeGpuFactory(delay_s=1.5), cluster=settings
+        )
+        gpu_node = cluster.worker_nodes.copy().pop()
+        recorder = Recorder()
+        hook = kill_when_validating(recorder, lambda: cluster.remove_node(gpu_node, allow_graceful=False))
+        result, _ = await run_session(
+            options(tmp_path, "ollama:loop-model", candidates=2, rounds=1),
+            host=llm_server.url,
+            environment=env,
+            recorder=hook,  # type: ignore[arg-type]
+        )
+        await asyncio.gather(*hook.fired)  # type: ignore[attr-defined]
+    finally:
+        cluster.shutdown()
+    assert result.status == "paused"
+    assert "no GPU of the session answered for 3 s" in result.reason and "\n" not in result.reason
+    rows = judged_rows(tmp_path / "sessions.db")
+    assert [r[1] for r in rows] == [None, None], "the candidates in flight wait, unjudged, for the resume"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
