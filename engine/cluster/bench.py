@@ -3,7 +3,7 @@
 A task's timing never shares a GPU with another task's: each session leases one GPU for its whole
 run and hands it back when it ends, and the next task takes it. The tasks start in the order given
 (so their sessions are numbered as without a cluster) and run while GPUs are free. The compiler is
-shared. Each row says the GPU model it ran on.
+shared. Each row says the GPU model it ran on; `--gpus MODEL` keeps to the GPUs of one model.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from cuda_llm.engine.cluster.compiler import ClusterCompiler
 from cuda_llm.engine.cluster.connection import ClusterError, connect
-from cuda_llm.engine.cluster.environment import LeasedEnvironment
+from cuda_llm.engine.cluster.environment import LeasedEnvironment, choose_model
 from cuda_llm.engine.cluster.fleet import Member, WorkerFactory, kill, start_fleet
 from cuda_llm.engine.cluster.pool import ClusterGpuPool, TaskShipper
 from cuda_llm.engine.cluster.settings import ClusterSettings
@@ -47,6 +47,10 @@ async def bench_on_cluster(
     compiler = None
     try:
         fleet = await start_fleet(connection, settings, cluster, worker_factory)
+        if args.gpu:  # --gpus MODEL: only the GPUs of that model
+            chosen, others = choose_model(fleet, args.gpu)
+            await kill([m.handle for m in others], cluster.close_timeout_s)
+            fleet.members = chosen
         print(f"cuda-llm: benchmarking on {fleet.describe()} of the Ray cluster at {args.cluster}", file=sys.stderr)
         for line in sorted(set(fleet.refused)):
             print(f"cuda-llm: refused {line}", file=sys.stderr)
