@@ -85,6 +85,7 @@ class ClusterGpuPool:
         self.requeued = 0  # jobs run again on another GPU after theirs was lost
         self.revived = 0  # lost GPUs that came back
         self.events: list[str] = []  # one line per GPU lost, refused or back
+        self._reported = 0  # how many of them take_events() has handed out
         self._budgets = GpuWorker(0, settings)  # the worker's own time limits (it spawns nothing)
         # A member is in this queue once for each job it may take now (ClusterSettings.jobs_per_gpu).
         self._idle: asyncio.Queue[Member] = asyncio.Queue()
@@ -160,6 +161,12 @@ class ClusterGpuPool:
         """How often the GPU worker processes were restarted inside their actors (crashes, hangs)."""
         counts = await asyncio.gather(*(m.handle.worker_restarts.remote() for m in self.members if m.state == "ready"))
         return sum(counts)
+
+    def take_events(self) -> tuple[str, ...]:
+        """The GPUs lost, gone or back since the last call: the Judge passes them on as notes."""
+        new = tuple(self.events[self._reported :])
+        self._reported = len(self.events)
+        return new
 
     async def close(self) -> None:
         if self._closed:

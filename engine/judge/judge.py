@@ -220,6 +220,10 @@ class Judge:
         judged = tuple(j for part in parts for j in part.judgements)
         anchors = {k: v for part in parts for k, v in part.anchors.items()}
         notes = tuple(n for part in parts for n in part.notes)
+        # GPUs a cluster lost or got back since the last round (engine/cluster/pool.py).
+        take_events = getattr(self.gpu, "take_events", None)
+        if take_events is not None:
+            notes += tuple(take_events())
         first = parts[0]
         phases = tuple(p for part in parts for p in part.profile_phases_s)
         return RoundTiming(first.device, first.baseline, judged, notes, anchors, first.anchor, phases, first.ran_on)

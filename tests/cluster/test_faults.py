@@ -89,6 +89,8 @@ async def test_a_node_lost_mid_round_loses_and_duplicates_nothing(tmp_path, llm_
     ]
     assert sorted(j.label for j in profiled) == LABELS and all(j.status == "correct" for j in profiled)
     assert victim.node_id not in {j.ran_on.node_id for j in profiled}, "nothing timed on the lost node"
+    notices = [e.message for e in recorder.of(ev.Notice)]
+    assert any(" lost: " in n or " gone: " in n for n in notices), f"the loss was said: {notices}"
     rows = judged_rows(tmp_path / "sessions.db")
     assert [r[0] for r in rows] == LABELS and all(r[1] == "correct" and r[2] for r in rows)
 
