@@ -41,6 +41,25 @@ def replies(db) -> list[str]:
         con.close()
 
 
+async def run_and_strike(tmp_path, llm_server, address: str, strike, candidates: int, cluster_settings=QUIET):
+    """A one-round session of `candidates` on the cluster's (fake, 1.5 s a job) GPUs, with `strike`
+    run while they validate. Returns (the result, every event, the pool)."""
+    llm_server.default = chunked(reply())
+    env = await open_cluster_environment(
+        Settings(), address, worker_factory=FakeGpuFactory(delay_s=1.5), cluster=cluster_settings
+    )
+    recorder = Recorder()
+    hook = kill_when_validating(recorder, strike)
+    result, _ = await run_session(
+        options(tmp_path, "ollama:loop-model", candidates=candidates, rounds=1),
+        host=llm_server.url,
+        environment=env,
+        recorder=hook,  # type: ignore[arg-type]
+    )
+    await asyncio.gather(*hook.fired)  # type: ignore[attr-defined]
+    return result, recorder, env.gpu
+
+
 def kill_when_validating(recorder: Recorder, action) -> Recorder:
     """Run `action` (in a thread) half a second after the first candidate compiles: every GPU is
     then in the middle of a validation."""
@@ -63,21 +82,12 @@ async def test_a_node_lost_mid_round_loses_and_duplicates_nothing(tmp_path, llm_
     require_ray()
     cluster = start_cluster(3)
     try:
-        llm_server.default = chunked(reply())
-        env = await open_cluster_environment(
-            Settings(), cluster.address, worker_factory=FakeGpuFactory(delay_s=1.5), cluster=QUIET
-        )
-        pool = env.gpu
         victim = next(n for n in cluster.worker_nodes)
-        recorder = Recorder()
-        hook = kill_when_validating(recorder, lambda: cluster.remove_node(victim, allow_graceful=False))
-        result, _ = await run_session(
-            options(tmp_path, "ollama:loop-model", candidates=8, rounds=1),
-            host=llm_server.url,
-            environment=env,
-            recorder=hook,  # type: ignore[arg-type]
-        )
-        await asyncio.gather(*hook.fired)  # type: ignore[attr-defined]
+
+        def strike() -> None:
+            cluster.remove_node(victim, allow_graceful=False)
+
+        result, recorder, pool = await run_and_strike(tmp_path, llm_server, cluster.address, strike, candidates=8)
     finally:
         cluster.shutdown()
     assert result.status == "finished", result.reason
@@ -99,21 +109,13 @@ async def test_with_every_gpu_out_of_reach_the_session_pauses_after_the_grace(tm
     require_ray()
     cluster = start_cluster(2, head_gpus=0)  # the head stays; the only GPU machine goes
     try:
-        llm_server.default = chunked(reply())
-        settings = dataclasses.replace(QUIET, lost_grace_s=3.0)
-        env = await open_cluster_environment(
-            Settings(), cluster.address, worker_factory=FakeGpuFactory(delay_s=1.5), cluster=settings
-        )
         gpu_node = cluster.worker_nodes.copy().pop()
-        recorder = Recorder()
-        hook = kill_when_validating(recorder, lambda: cluster.remove_node(gpu_node, allow_graceful=False))
-        result, _ = await run_session(
-            options(tmp_path, "ollama:loop-model", candidates=2, rounds=1),
-            host=llm_server.url,
-            environment=env,
-            recorder=hook,  # type: ignore[arg-type]
-        )
-        await asyncio.gather(*hook.fired)  # type: ignore[attr-defined]
+
+        def strike() -> None:
+            cluster.remove_node(gpu_node, allow_graceful=False)
+
+        settings = dataclasses.replace(QUIET, lost_grace_s=3.0)
+        result, _, _ = await run_and_strike(tmp_path, llm_server, cluster.address, strike, 2, settings)
     finally:
         cluster.shutdown()
     assert result.status == "paused"
@@ -130,19 +132,11 @@ def free_port() -> int:
 
 async def test_a_cluster_that_goes_away_pauses_the_session_and_it_resumes(tmp_path, llm_server):
     require_ray()
-    llm_server.default = chunked(reply())
     port = free_port()
     cluster = start_cluster(2, client_port=port)
-    address = f"ray://127.0.0.1:{port}"
-    opts = options(tmp_path, "ollama:loop-model", candidates=8, rounds=1)
+    address = f"ray://127.0.0.1:{port}"  # a Ray client, as from a workstation outside the cluster
     try:
-        env = await open_cluster_environment(
-            Settings(), address, worker_factory=FakeGpuFactory(delay_s=1.5), cluster=QUIET
-        )
-        recorder = Recorder()
-        hook = kill_when_validating(recorder, cluster.shutdown)
-        result, _ = await run_session(opts, host=llm_server.url, environment=env, recorder=hook)  # type: ignore[arg-type]
-        await asyncio.gather(*hook.fired)  # type: ignore[attr-defined]
+        result, _, _ = await run_and_strike(tmp_path, llm_server, address, cluster.shutdown, candidates=8)
     finally:
         cluster.shutdown()
     assert result.status == "paused"
@@ -157,6 +151,7 @@ async def test_a_cluster_that_goes_away_pauses_the_session_and_it_resumes(tmp_pa
         env = await open_cluster_environment(
             Settings(), cluster.address, worker_factory=FakeGpuFactory(), cluster=QUIET
         )
+        opts = options(tmp_path, "ollama:loop-model", candidates=8, rounds=1)
         resumed = dataclasses.replace(opts, resume=result.session_id)
         served = len(llm_server.chat_requests)
         again, rec = await run_session(resumed, host=llm_server.url, environment=env)

@@ -19,17 +19,6 @@ from cuda_llm.engine.task import TaskLibrary
 
 pytestmark = pytest.mark.gpu
 
-SCALAR = (
-    'extern "C" __global__ void k(const float* a, const float* b, float* c, int n)'
-    " { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }"
-)
-VECTOR = (
-    'extern "C" __global__ void k(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,'
-    " int n) { int i = (blockIdx.x * blockDim.x + threadIdx.x) * 4; if (i + 3 < n) {"
-    " float4 x = *reinterpret_cast<const float4*>(a + i), y = *reinterpret_cast<const float4*>(b + i);"
-    " *reinterpret_cast<float4*>(c + i) = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w); }"
-    " else { for (int j = i; j < n; ++j) c[j] = a[j] + b[j]; } }"
-)
 CRASH = (
     'extern "C" __global__ void k(const float* a, const float* b, float* c, int n)'
     " { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i + (1ll << 40)] = 1.0f; }"
@@ -39,17 +28,16 @@ CRASH = (
 AGREEMENT = 0.03
 
 
-def plan(vector: bool, block: int):
-    grid = f"cdiv(cdiv(n, 4), {block})" if vector else f"cdiv(n, {block})"
-    return parse_plan({"launches": [{"kernel": "k", "grid": [grid], "block": [block], "args": ["a", "b", "c", "n"]}]})
+def plan(block: int):
+    launch = {"kernel": "k", "grid": [f"cdiv(n, {block})"], "block": [block], "args": ["a", "b", "c", "n"]}
+    return parse_plan({"launches": [launch]})
 
 
 def candidates() -> list[Candidate]:
-    return [
-        Candidate(f"{'vector' if v else 'scalar'}{b}", VECTOR if v else SCALAR, plan(v, b))
-        for v in (False, True)
-        for b in (128, 512)
-    ]
+    """bench.round_gpus's round: scalar and float4 vector_add kernels at blocks of 128 to 1024."""
+    from bench.round_gpus import candidates as round_of_8
+
+    return round_of_8()
 
 
 @pytest.fixture
@@ -101,7 +89,7 @@ async def test_the_cluster_path_times_as_the_local_one_and_crashes_stay_in_the_w
             assert env.gpu.size == 1 and env.device.uuid == uuid, "the actor's worker drives the same GPU"
             remote = await judge_round(env, settings)
             judge = env.judge(TaskLibrary().get("vector_add"), settings)
-            crashed = await judge.judge(Candidate("crash", CRASH, plan(False, 256)), profile=False)
+            crashed = await judge.judge(Candidate("crash", CRASH, plan(256)), profile=False)
             after_crash = await judge.judge(candidates()[0], profile=False)
             restarts = await env.gpu.worker_restarts()
             requeued, revived = env.gpu.requeued, env.gpu.revived
