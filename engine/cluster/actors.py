@@ -114,7 +114,9 @@ class GpuActor(_OnNode):
     async def _started(self) -> Any:
         answer = await self.start()
         if isinstance(answer, str):
-            raise RuntimeError(answer)
+            from cuda_llm.engine.gpu.client import GpuUnavailable
+
+            raise GpuUnavailable(answer)  # the pool takes this GPU out and sends its jobs elsewhere
         return self.worker
 
     # ---- the task --------------------------------------------------------------------------------

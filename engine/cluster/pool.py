@@ -23,8 +23,8 @@ from typing import Any
 from cuda_llm.engine.cluster.bundle import ShippedTask, pack_task
 from cuda_llm.engine.cluster.fleet import Member, kill, ray_error_line
 from cuda_llm.engine.cluster.settings import ClusterSettings
-from cuda_llm.engine.gpu.client import GpusLost, GpuWorker, ProfileFailure
-from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport, ProgramRef, ValidationReport
+from cuda_llm.engine.gpu.client import GpusLost, GpuUnavailable, GpuWorker, ProfileFailure
+from cuda_llm.engine.gpu.protocol import DeviceInfo, Fault, Peaks, ProfileReport, ProgramRef, ValidationReport
 from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task.model import Task
 
@@ -35,6 +35,16 @@ class _Lost(Exception):
     def __init__(self, reason: str, for_good: bool) -> None:
         super().__init__(reason)
         self.for_good = for_good
+
+
+class _ShipAgain(Exception):
+    """The task's files were lost from the object store (with the node that held them): put them
+    there again and send the job again, to the same GPU."""
+
+
+class _JobFailed(Exception):
+    """The actor raised while serving the job, for a reason that is not its GPU's (a fault in the
+    job itself): the job fails, the GPU stays."""
 
 
 class TaskShipper:
@@ -125,13 +135,18 @@ class ClusterGpuPool:
             shipped = await self.shipper.ship(task)
             member = await self._acquire()
             try:
-                report = await self._call(member, member.handle.validate.remote(shipped, program), timeout, task)
+                return await self._call(member, member.handle.validate.remote(shipped, program), timeout, task)
             except _Lost as exc:
                 self._lose(member, str(exc), exc.for_good)
                 self.requeued += 1
+            except _ShipAgain:
                 continue
-            self._idle.put_nowait(member)
-            return report
+            except _JobFailed as exc:
+                fault = Fault("crashed", "ACTOR", f"the GPU's actor failed: {exc}")
+                return ValidationReport("crashed", fault.message, fault=fault, ran_on=member.ran_on)
+            finally:
+                if member.state == "ready":  # (also after a cancellation: the slot is not lost)
+                    self._idle.put_nowait(member)
 
     async def profile(
         self, task: Task, programs: list[ProgramRef], worker: int = 0, library: bool = False
@@ -151,6 +166,10 @@ class ClusterGpuPool:
             except _Lost as exc:
                 self._lose(member, str(exc), exc.for_good)
                 self.requeued += 1
+            except _ShipAgain:
+                continue
+            except _JobFailed as exc:
+                return ProfileFailure(Fault("crashed", "ACTOR", f"the GPU's actor failed: {exc}"))
 
     async def peaks(self, force: bool = False) -> Peaks:
         """The first GPU's ceilings (measured on every GPU, so each one's cache is warm)."""
@@ -239,11 +258,13 @@ class ClusterGpuPool:
             with contextlib.suppress(RayError, ValueError):
                 ray.kill(member.handle, no_restart=False)
             raise _Lost(f"no answer within {timeout_s:.0f} s", for_good=False) from None
-        except ObjectLostError as exc:
+        except ObjectLostError:
             self.shipper.forget(task)
-            raise _Lost(f"the task's files were lost ({_reason(exc)})", for_good=False) from None
-        except RayTaskError as exc:  # the actor could not serve it: its GPU worker no longer starts
-            raise _Lost(_reason(exc), for_good=True) from None
+            raise _ShipAgain from None
+        except RayTaskError as exc:
+            if isinstance(getattr(exc, "cause", None), GpuUnavailable):  # its GPU worker no longer starts
+                raise _Lost(_reason(exc), for_good=True) from None
+            raise _JobFailed(_reason(exc)) from None
         except ConnectionError as exc:  # a Ray client whose cluster went away
             self._gone = self._lost_line(f"the connection broke ({_reason(exc)})")
             raise GpusLost(self._gone) from None
@@ -256,7 +277,18 @@ class ClusterGpuPool:
             return
         member.state = "lost"
         self.events.append(f"{member.ran_on.describe()} lost: {reason}")
+        self._drop_slots(member)
         self._watch(member)
+
+    def _drop_slots(self, member: Member) -> None:
+        """Take a lost GPU's places out of the queue; it gets them back when it is back."""
+        keep = []
+        while not self._idle.empty():
+            other = self._idle.get_nowait()
+            if other is not member:
+                keep.append(other)
+        for other in keep:
+            self._idle.put_nowait(other)
 
     def _watch(self, member: Member) -> None:
         if self._closed or member in self._watched:
@@ -306,6 +338,7 @@ class ClusterGpuPool:
 
         member.state = "dead"
         self.events.append(f"{member.ran_on.describe()} gone: {reason}")
+        self._drop_slots(member)
         with contextlib.suppress(RayError, ValueError, ConnectionError):
             ray.kill(member.handle, no_restart=True)
 

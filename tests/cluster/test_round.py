@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from fakes.fake_gpu import FakeGpu, FakeGpuFactory
+from fakes.fake_gpu import FakeGpu, FakeGpuFactory, OneJobAtATime
 from ray_nodes import add_gpu_node
 from scripted import GOOD_KERNEL, chunked, reply
 from session_driver import options, run_session
@@ -87,6 +87,55 @@ async def test_an_actor_that_dies_is_restarted_and_its_job_runs_again(ray_cluste
         slots = pool.size * QUIET.jobs_per_gpu  # as many jobs as the GPUs take at once: each gets some
         again = await asyncio.gather(*(judge.validate(baseline) for _ in range(slots)))
         assert {v.ran_on.node_id for v in again} == {m.ran_on.node_id for m in pool.members}
+    finally:
+        await env.close()
+
+
+@dataclasses.dataclass(frozen=True)
+class Faulty(FakeGpuFactory):
+    """A fake GPU whose worker stops starting on one node, and whose actor raises on a kernel
+    labelled as a bug (a fault in the job, not in the GPU)."""
+
+    broken_node: str = ""
+
+    def __call__(self, device_index, settings, log_dir=None):
+        import ray
+
+        from cuda_llm.engine.gpu.client import GpuUnavailable
+
+        info = super().__call__(device_index, settings, log_dir).info
+        broken = ray.get_runtime_context().get_node_id() == self.broken_node
+
+        class FaultyGpu(OneJobAtATime):
+            async def validate(self, task, program):
+                if broken:
+                    raise GpuUnavailable("GPU worker could not start: the GPU fell off the bus")
+                if program.label.startswith("bug"):
+                    raise ValueError("a bug in the job")
+                return await super().validate(task, program)
+
+        return FaultyGpu(info=info)
+
+
+async def test_a_gpu_whose_worker_no_longer_starts_is_taken_out_and_a_faulty_job_is_not(ray_cluster):
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # for Faulty, defined here
+    broken = next(iter(ray_cluster.worker_nodes)).node_id
+    env = await open_env(ray_cluster, Faulty(broken_node=broken))
+    try:
+        judge = env.judge(TaskLibrary().get("vector_add"), Settings())
+        baseline = await judge.baseline()
+        pool = env.gpu
+        verdicts = await asyncio.gather(*(judge.validate(baseline) for _ in range(6)))
+        assert all(v.status == "correct" and v.ran_on.node_id != broken for v in verdicts)
+        states = {m.ran_on.node_id: m.state for m in pool.members}
+        assert states.pop(broken) == "dead" and set(states.values()) == {"ready"}
+        assert any("gone: GpuUnavailable" in e for e in pool.events), pool.events
+        bug = dataclasses.replace(baseline, candidate=dataclasses.replace(baseline.candidate, label="bug-1"))
+        verdict = await judge.validate(bug)
+        assert verdict.status == "crashed" and "the GPU's actor failed: ValueError: a bug in the job" in verdict.message
+        assert [m.state for m in pool.members].count("ready") == 2, "a fault of the job takes no GPU out"
     finally:
         await env.close()
 
