@@ -11,14 +11,15 @@ _HELP = ("-h", "--help")
 
 
 def main(argv: list[str] | None = None) -> int:
-    from cuda_llm.engine.cli.main import build_parser, dispatch, parse
+    from cuda_llm.engine.cli.main import build_parser, dispatch, parse, quiet_broken_pipe
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in _HELP:
         from cuda_llm.app.cli import tui_options_help
 
-        build_parser().print_help()
-        print("\n" + tui_options_help())
+        with quiet_broken_pipe():  # `cuda-llm --help | head -1`
+            build_parser().print_help()
+            print("\n" + tui_options_help(), flush=True)
         return 0
     if not argv or (argv[0].startswith("-") and argv[0] != "--version"):
         from cuda_llm.app.cli import parse_tui

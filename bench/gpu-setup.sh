@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine (no network): install the project's missing Python dependencies from the
-# wheelhouse that ../shared/tools/device-wheelhouse built, leaving the image's own packages
+# folder of wheels downloaded on a machine that has one, leaving the image's own packages
 # (numpy, cuda-bindings, NVRTC, nvidia-ml-py, pytest, rich...) as they are.
 #   source bench/gpu-setup.sh [.device-wheels]
 dir=${1:-.device-wheels}

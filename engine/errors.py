@@ -24,9 +24,15 @@ class TaskFileError(UserError):
 
 class UnknownTaskError(UserError):
     def __init__(self, name: str, known: list[str]) -> None:
+        import difflib
+
         self.name = name
-        hint = ", ".join(known[:8]) + (" ..." if len(known) > 8 else "")
-        super().__init__(f"unknown task {name!r}; `cuda-llm tasks` lists them ({hint})")
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        if close:
+            hint = f" (did you mean {close[0]!r}?)"
+        else:
+            hint = " (" + ", ".join(known[:8]) + (" ..." if len(known) > 8 else "") + ")"
+        super().__init__(f"unknown task {name!r}{hint}; `cuda-llm tasks` lists them")
 
 
 class ExpressionError(ValueError):

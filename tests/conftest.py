@@ -1,15 +1,57 @@
 """Shared fixtures. The loopback model servers live in tests/llm_servers.py (see its docstring);
-import its helpers with `from llm_servers import Reply` (pytest puts tests/ on sys.path)."""
+import its helpers with `from llm_servers import Reply` (pytest puts tests/ on sys.path).
+
+The suite never sees the user's own data: before anything is collected, CUDA_LLM_HOME points at a
+fresh temporary folder (data, config and cache together) and CUDA_LLM_TASK_PATH is cleared, so a
+task the user scaffolded, a broken task.toml in their folder, their sessions database or their TUI
+config change no count and fail no test. Child processes the tests start inherit the same
+environment. With CUDA_LLM_TEST_KEEP_HOME set, only the cache (extracted NVRTC headers, measured
+peaks) is shared with the user's, to save the extraction between runs.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from llm_servers import LoopbackLLMServer, closed_port_url
 
 # Fault rows for docs/reliability.md: the `fault` marker and the `observed` fixture.
 pytest_plugins = ["faultlog"]
+
+# The variables that lead the engine to the user's folders (engine/paths.py, engine/task/library.py).
+ISOLATED_VARIABLES = ("CUDA_LLM_HOME", "CUDA_LLM_TASK_PATH")
+_saved: dict[str, str | None] = {}
+_made: list[Path] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Runs before collection: parametrised tests that list the task library see the built-in one."""
+    from cuda_llm.engine.paths import user_cache_dir
+
+    real_cache = user_cache_dir()
+    home = Path(tempfile.mkdtemp(prefix="cuda-llm-test-home-"))
+    _made.append(home)
+    for name in ISOLATED_VARIABLES:
+        _saved[name] = os.environ.pop(name, None)
+    if os.environ.get("CUDA_LLM_TEST_KEEP_HOME"):
+        real_cache.mkdir(parents=True, exist_ok=True)
+        (home / "cache").symlink_to(real_cache, target_is_directory=True)
+    os.environ["CUDA_LLM_HOME"] = str(home)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for name, value in _saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    for path in _made:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

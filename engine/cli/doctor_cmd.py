@@ -11,6 +11,7 @@ import platform
 import time
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 
 from cuda_llm.engine.cli.output import print_json
 
@@ -171,6 +172,16 @@ def check_nvml() -> Check:
     return Check("nvml", "ok", f"driver {Nvml.driver_version()}; " + "; ".join(parts))
 
 
+def _models_text(models: list[str]) -> str:
+    """'3 model(s): a, b, c' (the first MODELS_LISTED of them), or 'no models'."""
+    from cuda_llm.engine.llm.http_errors import MODELS_LISTED
+
+    if not models:
+        return "no models (pull or load one first)"
+    more = f" and {len(models) - MODELS_LISTED} more" if len(models) > MODELS_LISTED else ""
+    return f"{len(models)} model(s): {', '.join(models[:MODELS_LISTED])}{more}"
+
+
 async def check_servers(host: str | None, base_url: str | None) -> list[Check]:
     import httpx
 
@@ -184,14 +195,8 @@ async def check_servers(host: str | None, base_url: str | None) -> list[Check]:
         try:
             r = await client.get(f"{ollama.rstrip('/')}/api/tags")
             r.raise_for_status()
-            models = [m.get("name") for m in r.json().get("models", [])]
-            checks.append(
-                Check(
-                    "ollama",
-                    "ok",
-                    f"{ollama}: {len(models)} model(s)" + (f": {', '.join(models[:6])}" if models else ""),
-                )
-            )
+            models = [str(m.get("name")) for m in r.json().get("models", []) if isinstance(m, dict)]
+            checks.append(Check("ollama", "ok", f"{ollama}: {_models_text(models)}"))
         except Exception as exc:
             checks.append(
                 Check(
@@ -208,7 +213,8 @@ async def check_servers(host: str | None, base_url: str | None) -> list[Check]:
             try:
                 r = await client.get(f"{url.rstrip('/')}/models", headers=headers)
                 r.raise_for_status()
-                checks.append(Check("openai", "ok", f"{url}: {len(r.json().get('data', []))} model(s)"))
+                models = [str(m.get("id")) for m in r.json().get("data", []) if isinstance(m, dict)]
+                checks.append(Check("openai", "ok", f"{url}: {_models_text(models)}"))
             except Exception as exc:
                 checks.append(Check("openai", "warn", f"cannot list models at {url} ({type(exc).__name__})"))
         else:
@@ -217,10 +223,15 @@ async def check_servers(host: str | None, base_url: str | None) -> list[Check]:
 
 
 def check_storage(db: str | None) -> Check:
-    from cuda_llm.engine.store.sessions import SessionStore, StoreError
+    from cuda_llm.engine.store.sessions import SessionStore, StoreError, default_db_path
 
+    path = Path(db) if db else default_db_path()
+    if not path.exists():
+        # Looking creates nothing: a mistyped --db must not leave a folder and an empty database behind.
+        where = "(created at the first run)" if path.parent.is_dir() or not db else "(its folder does not exist either)"
+        return Check("database", "ok" if not db else "warn", f"no database yet at {path} {where}")
     try:
-        store = SessionStore(db)
+        store = SessionStore(db, read_only=True)
     except StoreError as exc:
         return Check("database", "fail", str(exc))
     try:

@@ -1,49 +1,123 @@
-"""`cuda-llm eval TASK FILE`: the three checks on one candidate (a reply in Markdown, or a .cu with
---plan), printed as a readable report or JSON. Exit code 0 when the candidate is correct (or compiled
-in compile-only mode), 1 when it fails, 2 for a usage error."""
+"""`cuda-llm eval TASK FILE`: the three checks on one candidate (a reply in Markdown, a .cu with
+--plan, a folder `cuda-llm export` wrote, or - for standard input), printed as a readable report or
+JSON, with the vendor library's figure beside it on a GPU. Exit code 0 when the candidate is correct
+(or compiled in compile-only mode), 1 when it fails, 2 for a usage error."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+from cuda_llm.engine.cli.files import STDIN, FileArgumentError, NotTextError, read_text, shown
 from cuda_llm.engine.cli.output import error, print_json
+from cuda_llm.engine.cli.yardstick import library_line, library_record
+
+# What is read of a file before it is judged: far above anything the judge accepts (a 1 MiB reply,
+# a 256 KiB source), so its own checks say what is wrong with a large one; a file beyond this is
+# refused unread rather than held in memory.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+# A launch plan is a few hundred bytes; anything this large is not one.
+MAX_PLAN_BYTES = 256 * 1024
+# Names `cuda-llm export` writes (engine/cli/sessions_cmd.py).
+EXPORT_KERNEL, EXPORT_PLAN, EXPORT_REPORT = "kernel.cu", "plan.json", "report.json"
+# The verdict line keeps to this many characters; the rest of a long message follows below it.
+VERDICT_CHARS = 110
 
 
-def _load_candidate(args: argparse.Namespace, judge):
-    from cuda_llm.engine.contract.errors import FormatError
+@dataclass(frozen=True)
+class Source:
+    """What to judge: the candidate's text, its plan's text when separate, and where they came from."""
+
+    label: str
+    text: str
+    plan_text: str | None  # None: `text` is a reply holding the plan
+    plan_name: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+def _export_folder(folder: Path, args: argparse.Namespace) -> Source:
+    kernel, plan = folder / EXPORT_KERNEL, folder / EXPORT_PLAN
+    if not kernel.is_file():
+        raise FileArgumentError(
+            f"{folder} is a folder: give a reply (.md), a .cu file with --plan, or a folder `cuda-llm export` "
+            f"wrote ({EXPORT_KERNEL} and {EXPORT_PLAN})"
+        )
+    plan_path = Path(args.plan) if args.plan else plan
+    label, notes = EXPORT_KERNEL, []
+    report = folder / EXPORT_REPORT
+    if report.is_file():
+        try:
+            data = json.loads(report.read_text(encoding="utf-8"))
+            exported = data.get("exported") or {}
+            label = exported.get("label") or label
+            notes.append(f"exported from session {data.get('session')} ({data.get('model')}, {data.get('device')})")
+            task = data.get("task")
+            if task and task != args.task and not Path(args.task).is_dir():
+                notes.append(f"the export is of task {task!r}, judged here as {args.task!r}")
+        except (OSError, ValueError, AttributeError):
+            notes.append(f"{report} is not a report cuda-llm wrote; judged without it")
+    source = _read(kernel, "kernel")
+    return Source(label, source, _read(plan_path, "launch plan", MAX_PLAN_BYTES), str(plan_path), tuple(notes))
+
+
+def _read(path: str | Path, what: str, limit: int | None = None) -> str:
+    return read_text(path, what, limit or MAX_FILE_BYTES)
+
+
+def _source(args: argparse.Namespace) -> Source:
+    name = args.file
+    if name != STDIN and Path(name).is_dir():
+        return _export_folder(Path(name), args)
+    label = "stdin" if name == STDIN else Path(name).name
+    is_cuda = name != STDIN and Path(name).suffix in (".cu", ".cuh")
+    if is_cuda and not args.plan:
+        raise FileArgumentError(f"{name} is CUDA source: give its launch plan with --plan plan.json")
+    if args.plan == STDIN and name == STDIN:
+        raise FileArgumentError("only one of FILE and --plan can be standard input (-)")
+    text = _read(name, "reply" if not args.plan else "kernel")
+    plan_text = _read(args.plan, "launch plan", MAX_PLAN_BYTES) if args.plan else None
+    return Source(label, text, plan_text, shown(args.plan) if args.plan else None)
+
+
+def _candidate(source: Source, judge):
+    from cuda_llm.engine.contract.errors import FormatError, headline
     from cuda_llm.engine.contract.plan import parse_plan
     from cuda_llm.engine.judge.judgement import Candidate, Judgement
 
-    path = Path(args.file)
+    if source.plan_text is None:
+        return judge.parse(source.label, source.text, origin="user")
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SystemExit(_usage(f"no such file: {path}")) from None
-    except UnicodeDecodeError:
-        return Judgement(path.name, "format_error", f"{path} is not UTF-8 text")
-    if args.plan or path.suffix in (".cu", ".cuh"):
-        if not args.plan:
-            raise SystemExit(_usage(f"{path} is CUDA source: give its launch plan with --plan plan.json"))
-        try:
-            plan = parse_plan(Path(args.plan).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise SystemExit(_usage(f"no such file: {args.plan}")) from None
-        except FormatError as exc:
-            return Judgement(path.name, "format_error", str(exc).splitlines()[0], detail=str(exc))
-        return Candidate(path.name, text, plan, origin="user")
-    return judge.parse(path.name, text, origin="user")
+        plan = parse_plan(source.plan_text)
+    except FormatError as exc:
+        message = f"{source.plan_name}: {exc}"
+        return Judgement(source.label, "format_error", headline(message), detail=message)
+    return Candidate(source.label, source.text, plan, origin="user")
 
 
-def _usage(message: str) -> int:
-    error(message)
-    return 2
+def split_message(text: str, limit: int = VERDICT_CHARS) -> tuple[str, str]:
+    """A long message as (a short head for the verdict line, the rest): the head ends at a sentence
+    or a clause within `limit` characters, and no word of the text is shown twice."""
+    first, _, after = text.strip().partition("\n")
+    if len(first) <= limit:
+        return first.rstrip(":"), after.strip()
+    for mark in (". ", ": ", "; "):
+        cut = first.find(mark, 0, limit)
+        if cut > 0:
+            head = first[: cut + (1 if mark == ". " else 0)]
+            rest = first[cut + len(mark) :]
+            return head, (rest + ("\n" + after if after else "")).strip()
+    cut = first.rfind(" ", 0, limit)
+    cut = cut if cut > 0 else limit
+    return first[:cut] + " ...", ("... " + first[cut:].strip() + ("\n" + after if after else "")).strip()
 
 
-def render(j, device: str) -> str:
+def render(j, device: str, library=None, notes: tuple[str, ...] = ()) -> str:
     lines = [f"candidate {j.label} on {device}"]
+    lines += [f"note:     {n}" for n in notes]
     c = j.compile
     if c is not None:
         state = "ok" if c.ok else "failed"
@@ -91,11 +165,16 @@ def render(j, device: str) -> str:
             f"          {f.gbps:.0f} GB/s, {f.gflops:.0f} GFLOP/s; roofline floor {f.floor_us:.1f} us "
             f"({f.bound}-bound): {f.roofline_pct:.0f}% of it"
         )
+    if library is not None:
+        lines.append(f"library:  {library_line(library, t.median_us if t else None)}")
     for w in j.warnings:
         lines.append(f"note:     {w}")
-    if j.status in ("format_error",) and j.detail:
-        lines.append("format:   " + j.detail.replace("\n", "\n          "))
-    lines.append(f"verdict:  {j.status.replace('_', ' ')}: {j.message}")
+    # The verdict once: a short head on its line, the rest of the explanation (the full detail of a
+    # format or launch error) indented below it, nothing repeated.
+    full = j.detail if j.status in ("format_error", "launch_error") and j.detail else j.message
+    head, rest = split_message(full)
+    lines.append(f"verdict:  {j.status.replace('_', ' ')}: {head}")
+    lines += [f"          {line}" for line in rest.splitlines() if line.strip()]
     return "\n".join(lines)
 
 
@@ -108,22 +187,30 @@ async def _evaluate(args: argparse.Namespace) -> int:
 
     settings = Settings()
     task = TaskLibrary().get(args.task)
+    # Files first: a path mistake costs no compiler or GPU start.
+    try:
+        source = _source(args)
+    except NotTextError as exc:
+        source = None
+        result = Judgement(Path(args.file).name if args.file != STDIN else "stdin", "format_error", str(exc))
     env = await open_environment(settings, args.arch, args.compile_only, args.gpu)
     if env.notice:
         print(f"cuda-llm: {env.notice}", file=sys.stderr)
+    library = None
     try:
         judge = env.judge(task, settings)
-        cand = _load_candidate(args, judge)
-        if isinstance(cand, Judgement):
-            result = cand
-        else:
-            result = await judge.judge(cand, profile=not args.no_profile)
+        if source is not None:
+            cand = _candidate(source, judge)
+            result = cand if isinstance(cand, Judgement) else await judge.judge(cand, profile=not args.no_profile)
+        if not args.no_profile:
+            library = await judge.library()
     except UserError as exc:
         error(str(exc))
         return 2
     finally:
         await env.close()
     device = f"{env.device.name} ({env.arch})" if env.device else f"no GPU, compile-only ({env.arch})"
+    notes = source.notes if source is not None else ()
     if args.json:
         from cuda_llm.engine import serialize
 
@@ -134,10 +221,12 @@ async def _evaluate(args: argparse.Namespace) -> int:
                 "arch": env.arch,
                 "compile_only": env.gpu is None,
                 "judgement": serialize.dump(result),
+                "library": library_record(library, result.timing.median_us if result.timing else None),
+                "notes": list(notes),
             }
         )
     else:
-        print(render(result, device))
+        print(render(result, device, library, notes))
     return 0 if result.status in ("correct", "compiled") else 1
 
 
@@ -148,7 +237,10 @@ def evaluate(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="judge one candidate: compile, validate, profile")
     p.add_argument("task", help="task name or folder")
-    p.add_argument("file", help="a model reply (.md) or CUDA source (.cu, with --plan)")
+    p.add_argument(
+        "file",
+        help="a model reply (.md), CUDA source (.cu, with --plan), a folder `cuda-llm export` wrote, or - (stdin)",
+    )
     p.add_argument("--plan", help="the launch plan (JSON) for a .cu file")
     p.add_argument("--compile-only", action="store_true", help="compile and bind only; no GPU")
     p.add_argument("--arch", help="compile for this arch when there is no GPU (default sm_90)")

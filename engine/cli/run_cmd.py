@@ -169,10 +169,44 @@ async def run_headless(options, as_json: bool) -> int:
     else:
         print(f"session {result.session_id}: {result.status} ({result.reason})")
         if result.status == "paused":
-            print(
-                "continue with: " + resume_command(result.session_id, options.db, session.provider, options.cluster)
-            )
+            print(continue_line(result.session_id, options.db, session.provider, options.cluster))
     return {"finished": 0, "stopped": 0, "paused": EXIT_PAUSED}.get(result.status, 1)
+
+
+def continue_line(session_id: int, db: str | None, provider, cluster: str | None = None) -> str:
+    """What to do about a paused session. A replay that ran out of recorded replies cannot go on as
+    a replay (resuming would ask the same recording again): it goes on with a model, or not at all.
+    Either way on the Ray cluster it judged on, if it judged on one."""
+    import shlex
+
+    if not provider.spec.startswith("replay:"):
+        return "continue with: " + resume_command(session_id, db, provider, cluster)
+    model = _replayed_model(provider.spec.split(":", 1)[1], db)
+    words = ["cuda-llm", "run", "--resume", str(session_id), "--headless", "--model", model or "ollama:MODEL"]
+    if db:
+        words += ["--db", db]
+    if cluster:
+        words += ["--cluster", cluster]
+    return (
+        "a replay repeats the recorded requests only, and this one asked for a reply the recording does not "
+        f"have; to go on with a model instead: {shlex.join(words)}"
+    )
+
+
+def _replayed_model(source: str, db: str | None) -> str | None:
+    """The model of the session a replay plays back (None if it cannot be read)."""
+    from cuda_llm.engine.errors import UserError
+    from cuda_llm.engine.store.sessions import SessionStore
+
+    try:
+        store = SessionStore(db, read_only=True)
+        try:
+            model = store.session(int(source)).model
+        finally:
+            store.close()
+    except (UserError, ValueError):
+        return None
+    return None if model.startswith("replay:") else model
 
 
 def resume_command(session_id: int, db: str | None, provider, cluster: str | None = None) -> str:

@@ -58,7 +58,13 @@ def list_sessions(args: argparse.Namespace) -> int:
 
 
 def export(args: argparse.Namespace) -> int:
-    from cuda_llm.engine.cli.report import markdown, session_report
+    """The session's best candidate (or --candidate LABEL) as kernel.cu + plan.json, and the report
+    (Markdown and JSON, with every candidate, the settings and the environment) beside them:
+    `cuda-llm eval TASK FOLDER` re-judges it unchanged, on a GPU machine too."""
+    import shlex
+
+    from cuda_llm.engine.cli.files import output_folder, write_text
+    from cuda_llm.engine.cli.report import choose_export, eval_task_argument, markdown, session_report
     from cuda_llm.engine.store.sessions import SessionStore
 
     store = SessionStore(args.db, read_only=True)
@@ -66,39 +72,85 @@ def export(args: argparse.Namespace) -> int:
         report = session_report(store, args.id)
     finally:
         store.close()
-    out = Path(args.out or f"cuda-llm-session-{args.id}")
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    best = report["best"]
-    if best and best["source"]:
-        (out / "kernel.cu").write_text(best["source"])
-        (out / "plan.json").write_text(json.dumps(best["plan"], indent=2) + "\n")
-        written += ["kernel.cu", "plan.json"]
-    (out / "report.md").write_text(markdown(report))
-    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-    written += ["report.md", "report.json"]
+    chosen = choose_export(report, args.candidate)
+    out = output_folder(args.out or f"cuda-llm-session-{args.id}")
+    report["exported"] = {
+        "label": chosen.label,
+        "round": chosen.round,
+        "status": chosen.status,
+        "why": chosen.why,
+        "eval": shlex.join(["cuda-llm", "eval", eval_task_argument(report), str(out)]),
+    }
+    files = {
+        "kernel.cu": chosen.source,
+        "plan.json": json.dumps(chosen.plan, indent=2) + "\n",
+        "report.md": markdown(report),
+        "report.json": json.dumps(report, indent=2) + "\n",
+    }
+    for name, text in files.items():
+        write_text(out / name, text)
     if args.json:
-        print_json({"folder": str(out), "files": written})
+        print_json({"folder": str(out), "files": list(files), "exported": report["exported"]})
     else:
-        print(f"exported session {args.id} to {out}/: {', '.join(written)}")
-        if not (best and best["source"]):
-            print("no candidate beat the baseline: there is no kernel to export, only the report")
+        print(f"exported session {args.id} to {out}/: {', '.join(files)}")
+        print(f"kernel: {chosen.label}: {chosen.why}")
+        print(f"re-judge it with: {report['exported']['eval']}")
     return 0
+
+
+def _recorded_extent(store, session_id: int) -> tuple[int, int, int]:
+    """(rounds, candidates a request, repairs) the session's recorded replies cover."""
+    keys = list(store.replies(session_id))
+    if not keys:
+        return 0, 0, 0
+    return max(k.round for k in keys), max(k.slot for k in keys) + 1, max(k.attempt for k in keys)
+
+
+def replay_limits(record, extent: tuple[int, int, int], overrides: dict[str, object]) -> str | None:
+    """Why a replay with these settings cannot be what the user asked for, or None. A replay repeats
+    the recorded requests and no others: more candidates, rounds or repairs than were recorded ask
+    for replies that do not exist."""
+    rounds, candidates, repairs = extent
+    asked = []
+    for field, have, flag in (
+        ("candidates", candidates, "--candidates"),
+        ("rounds", rounds, "--rounds"),
+        ("repairs", repairs, "--repairs"),
+    ):
+        want = overrides.get(field)
+        if isinstance(want, int) and want > have:
+            asked.append((flag, want, have))
+    if not asked:
+        return None
+    wanted = " ".join(f"{flag} {want}" for flag, want, _ in asked)
+    limits = " ".join(f"{flag} {have}" for flag, _, have in asked)
+    more = " ".join(f"{flag} {want}" for flag, want, _ in asked)
+    return (
+        f"session {record.id} recorded replies for {rounds} round(s) of {candidates} candidate(s) with up to "
+        f"{repairs} repair(s); a replay repeats those requests only, so {wanted} would ask for replies that "
+        f"do not exist. Replay with at most {limits}, or continue the session with its model: "
+        f"cuda-llm run --resume {record.id} --headless {more}"
+    )
 
 
 def replay(args: argparse.Namespace) -> int:
     """Re-judge a recorded session's replies on this machine (a new session, same decisions)."""
     from cuda_llm.engine.cli.run_cmd import run_headless, session_options
+    from cuda_llm.engine.errors import UserError
     from cuda_llm.engine.store.sessions import SessionStore
 
     store = SessionStore(args.db, read_only=True)
     try:
         record = store.session(args.id)
+        extent = _recorded_extent(store, args.id)
     finally:
         store.close()
     args.model = f"replay:{args.id}"
     args.resume = None
     options = session_options(args, record.task_folder if Path(record.task_folder).is_dir() else record.task)
+    problem = replay_limits(record, extent, options.overrides)
+    if problem:
+        raise UserError(problem)
     import dataclasses
 
     # Same N, D and rules as the recorded session (unless given), so the same requests are made.
@@ -122,6 +174,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     e = sub.add_parser("export", help="write a session's best kernel (.cu + plan.json) and its report")
     e.add_argument("id", type=int)
+    e.add_argument("--candidate", metavar="LABEL", help="export this candidate (e.g. r2-1) instead of the best")
     e.add_argument("--out", help="folder to write (default: ./cuda-llm-session-ID)")
     e.add_argument("--db")
     e.add_argument("--json", action="store_true")

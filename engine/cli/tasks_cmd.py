@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from cuda_llm.engine.cli.output import error, human_bytes, print_json, table
 
@@ -58,11 +57,12 @@ def list_tasks(args: argparse.Namespace) -> int:
 
 
 def new_task(args: argparse.Namespace) -> int:
+    from cuda_llm.engine.cli.files import output_folder
     from cuda_llm.engine.errors import UserError
     from cuda_llm.engine.task.library import user_tasks_dir
     from cuda_llm.engine.task.scaffold import scaffold_task
 
-    root = Path(args.dir) if args.dir else user_tasks_dir()
+    root = output_folder(args.dir) if args.dir else user_tasks_dir()
     try:
         folder = scaffold_task(args.name, root)
     except UserError as exc:

@@ -8,12 +8,11 @@ shared. Each row says the GPU model it ran on; `--gpus MODEL` keeps to the GPUs 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Protocol, TypeVar
 
 from cuda_llm.engine.cluster.compiler import ClusterCompiler
 from cuda_llm.engine.cluster.connection import ClusterError, connect
@@ -27,31 +26,48 @@ from cuda_llm.engine.settings import Settings
 
 # How often a task waiting for a GPU checks whether any is left at all.
 LEASE_POLL_S = 5.0
-# bench_cmd.bench_task: (task name, args, sessions created, environment, opened) -> the row or None.
-RunTask = Callable[..., Awaitable[dict[str, Any] | None]]
+
+Row = TypeVar("Row")  # a row of the table (engine/cli/bench_table.BenchRow)
+
+
+class ClusterBench(Protocol):
+    """What is read here of the bench's request (engine/cli/bench_cmd.BenchRequest), which is passed
+    back to `run_task` as it is."""
+
+    @property
+    def cluster(self) -> str | None: ...
+
+    @property
+    def gpus(self) -> str | None: ...  # a GPU model: only the cluster's GPUs of that model
 
 
 async def bench_on_cluster(
-    args: argparse.Namespace,
-    names: list[str],
-    run_task: RunTask,
+    request: ClusterBench,
+    runs: list[tuple[str, str]],
+    run_task: Callable[..., Awaitable[Row]],
     worker_factory: WorkerFactory | None = None,
     settings: Settings | None = None,
     cluster: ClusterSettings | None = None,
-) -> tuple[list[dict[str, Any]], str]:
-    """The rows in task order, and what they ran on."""
+) -> list[Row]:
+    """The rows of `runs` ((task, model), replay:latest resolved) in their order, each task's session
+    on a GPU of the cluster at `request.cluster` leased for its whole run. `run_task` is
+    bench_cmd.run_task: (request, task, model, environment factory, opened) -> the task's row, with
+    `opened` called once its session exists."""
+    address = request.cluster
+    if not address:
+        raise ValueError("bench_on_cluster needs the request's cluster address")
     settings = settings or Settings()
     cluster = cluster or ClusterSettings()
-    connection = await connect(args.cluster)
+    connection = await connect(address)
     fleet = None
     compiler = None
     try:
         fleet = await start_fleet(connection, settings, cluster, worker_factory)
-        if args.gpu:  # --gpus MODEL: only the GPUs of that model
-            chosen, others = choose_model(fleet, args.gpu)
+        if request.gpus:  # --gpus MODEL: only the GPUs of that model
+            chosen, others = choose_model(fleet, request.gpus)
             await kill([m.handle for m in others], cluster.close_timeout_s)
             fleet.members = chosen
-        print(f"cuda-llm: benchmarking on {fleet.describe()} of the Ray cluster at {args.cluster}", file=sys.stderr)
+        print(f"cuda-llm: benchmarking on {fleet.describe()} of the Ray cluster at {address}", file=sys.stderr)
         for line in sorted(set(fleet.refused)):
             print(f"cuda-llm: refused {line}", file=sys.stderr)
         compiler = ClusterCompiler(CompilerPool(settings.compile))
@@ -63,11 +79,10 @@ async def bench_on_cluster(
         free: asyncio.Queue[Member] = asyncio.Queue()
         for member in fleet.members:
             free.put_nowait(member)
-        rows: dict[str, dict[str, Any] | None] = {}
-        created: set[int] = set()
+        rows: dict[int, Row] = {}
 
-        async def one(name: str, member: Member, opened: asyncio.Event) -> None:
-            pool = ClusterGpuPool([member], settings, cluster, args.cluster, shipper, owns_members=False)
+        async def one(index: int, task: str, model: str, member: Member, opened: asyncio.Event) -> None:
+            pool = ClusterGpuPool([member], settings, cluster, address, shipper, owns_members=False)
 
             def release() -> None:
                 if member.state != "dead":
@@ -76,23 +91,22 @@ async def bench_on_cluster(
             env = LeasedEnvironment(compiler, pool, member.info, None, member.info.arch, None, release=release)  # type: ignore[arg-type]
             try:
                 env.peaks = await pool.peaks()
-                rows[name] = await run_task(name, args, created, env, opened.set)
+                rows[index] = await run_task(request, task, model, lambda: env, opened.set)
             finally:
                 opened.set()
                 await env.close()  # (a second close, after the session's own, does nothing)
 
-        runs = []
-        for name in names:
+        jobs = []
+        for index, (task, model) in enumerate(runs):
             member = await _lease(free, fleet.members)
             opened = asyncio.Event()
-            runs.append(asyncio.get_running_loop().create_task(one(name, member, opened)))
+            jobs.append(asyncio.get_running_loop().create_task(one(index, task, model, member, opened)))
             await opened.wait()  # sessions are created in task order
-        results = await asyncio.gather(*runs, return_exceptions=True)
+        results = await asyncio.gather(*jobs, return_exceptions=True)
         failures = [r for r in results if isinstance(r, BaseException)]
         if failures:
             raise failures[0]
-        ordered = [rows[n] for n in names if rows.get(n) is not None]
-        return ordered, f"{fleet.describe()} of a Ray cluster"  # type: ignore[return-value]
+        return [rows[i] for i in sorted(rows)]
     finally:
         if compiler is not None:
             compiler.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from cuda_llm.engine.cluster.compiler import ClusterCompiler
 from cuda_llm.engine.cluster.connection import ClusterConnection, ClusterError, connect
@@ -17,7 +18,32 @@ from cuda_llm.engine.settings import Settings
 
 
 @dataclass
-class ClusterEnvironment(JudgeEnvironment):
+class OnCluster(JudgeEnvironment):
+    """A JudgeEnvironment whose GPUs are a Ray cluster's (its `gpu` is a ClusterGpuPool)."""
+
+    def facts(self) -> dict[str, Any]:
+        """The base facts (the GPU model, its clocks...) and, under "cluster", the node and GPU each of
+        the session's actors ran on: a row of a table says where its figures came from."""
+        facts = super().facts()
+        members = getattr(self.gpu, "members", [])
+        facts["cluster"] = {
+            "nodes": sorted({m.ran_on.node for m in members}),
+            "gpus": [
+                {
+                    "node": m.ran_on.node,
+                    "node_id": m.ran_on.node_id,
+                    "gpu": m.ran_on.gpu_name,
+                    "index": m.ran_on.gpu_index,
+                    "uuid": m.ran_on.gpu_uuid,
+                }
+                for m in members
+            ],
+        }
+        return facts
+
+
+@dataclass
+class ClusterEnvironment(OnCluster):
     """A JudgeEnvironment whose close() also ends the actors and the connection it opened."""
 
     connection: ClusterConnection | None = None
@@ -31,7 +57,7 @@ class ClusterEnvironment(JudgeEnvironment):
 
 
 @dataclass
-class LeasedEnvironment(JudgeEnvironment):
+class LeasedEnvironment(OnCluster):
     """A session's share of a fleet that outlives it (`bench --cluster`): closing it hands its GPU
     back, and leaves the shared compiler and the actors running."""
 

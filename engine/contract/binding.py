@@ -3,9 +3,10 @@
 Every argument is resolved to what the harness will pass (a task buffer, a scratch buffer, a task
 scalar or an integer expression) and matched against the parameter that receives it, so that a
 float buffer never lands in an `int*`, an int32 size never in a `size_t`, and an output never in
-a `const float*`. Concrete sizes are not known here: device limits (threads per block, grid
-size, shared memory) are checked by the GPU worker; this module rejects what is wrong for every
-size. All problems found are reported together, so one repair can fix them all.
+a `const float*`. Concrete sizes are not known here: the limits of a GPU (threads per block, grid
+size, shared memory, scratch) are checked at every validation and timing size by
+engine/contract/limits.py; this module rejects what is wrong for every size. All problems found
+are reported together, so one repair can fix them all.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from cuda_llm.engine import expr
 from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.contract.limits import INT_RANGES
 from cuda_llm.engine.contract.plan import (
     BoundArg,
     BoundLaunch,
@@ -58,12 +60,6 @@ _NARROW_SCALARS = frozenset(
         "uint8_t",
     }
 )
-_INT_RANGES = {
-    "int32": (-(2**31), 2**31 - 1),
-    "uint32": (0, 2**32 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-    "uint64": (0, 2**64 - 1),
-}
 _TYPES_RULE = (
     "spell parameter types out with built-in types: T* or const T* for buffers (T such as float, "
     "float4, __half, int, double), int/unsigned int/long long/size_t for integers, float or "
@@ -357,7 +353,7 @@ class _Binder:
                 )
             return None
         value = self.int_expr(arg.text, where, minimum=None)
-        low, high = _INT_RANGES[pt.name]
+        low, high = INT_RANGES[pt.name]
         if value is not None and not low <= value <= high:
             self.fail(f"{where}: {value} does not fit {_param_text(param)} ({pt.name}).")
             return None

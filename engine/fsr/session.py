@@ -7,6 +7,7 @@ they subscribe to the events and drive the controller.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from cuda_llm.engine.fsr.control import Controller
 from cuda_llm.engine.fsr.events import EventBus
 from cuda_llm.engine.fsr.loop import FsrLoop, SessionResult
 from cuda_llm.engine.fsr.prompt import PromptBuilder
-from cuda_llm.engine.judge.environment import JudgeEnvironment, open_environment
+from cuda_llm.engine.judge.environment import JudgeEnvironment, nvrtc_version_text, open_environment
 from cuda_llm.engine.llm.base import ModelProvider
 from cuda_llm.engine.llm.http_errors import display_url
 from cuda_llm.engine.llm.spec import parse_model_spec, server_of
@@ -171,9 +172,10 @@ async def open_session(
         else:
             store.update_session(session_id, model=model, device=device, arch=env.arch)
             store.set_settings(session_id, loop_settings)
-        store.update_session(session_id, server=server_of(provider))
+        # What this session's figures depend on, so a row of a table can be reproduced from it.
+        store.update_session(session_id, server=server_of(provider), environment_json=json.dumps(env.facts()))
         judge = env.judge(task, settings)
-        nvrtc = env.device.nvrtc_version if env.device else _nvrtc_version()
+        nvrtc = env.device.nvrtc_version if env.device else nvrtc_version_text()
         builder = PromptBuilder(
             task,
             env.arch,
@@ -193,13 +195,3 @@ async def open_session(
         await env.close()
         raise
     return Session(session_id, task, loop, bus, control, store, env, provider, options.resume is not None)
-
-
-def _nvrtc_version() -> str:
-    try:
-        from cuda.bindings import nvrtc
-
-        _, major, minor = nvrtc.nvrtcVersion()
-        return f"{major}.{minor}"
-    except Exception:
-        return "unknown"

@@ -42,8 +42,7 @@ def poison(ctx: Context, buf: DeviceBuffer, dtype: str) -> None:
 
 
 def task_bytes(task: Task, case: SizeCase) -> int:
-    env = task.env(case)
-    return sum(b.nbytes_for(env) for b in task.buffers)
+    return task.buffer_bytes(case)
 
 
 class BufferSet:

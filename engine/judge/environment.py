@@ -7,7 +7,10 @@ says so in one line.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
 
 from cuda_llm.engine.compile.pool import CompilerPool
 from cuda_llm.engine.gpu.client import GpuUnavailable
@@ -29,6 +32,48 @@ class JudgeEnvironment:
     arch: str
     notice: str | None  # "no CUDA driver: compile-only", shown once
 
+    def facts(self) -> dict[str, Any]:
+        """What the figures judged here depend on, recorded with each session (and carried by `export`
+        and bench.json) so that a result can be reproduced: versions, the host, the GPU and its clocks,
+        the measured ceilings."""
+        import platform
+
+        from cuda_llm import __version__
+
+        facts: dict[str, Any] = {
+            "cuda_llm": __version__,
+            "python": platform.python_version(),
+            "host": {
+                "os": f"{platform.system()} {platform.release()}",
+                "machine": platform.machine(),
+                "cpus": os.cpu_count(),
+            },
+            "packages": {name: _version(name) for name in FACT_PACKAGES},
+            "compile_only": self.gpu is None,
+            "arch": self.arch,
+            "nvrtc": self.device.nvrtc_version if self.device else nvrtc_version_text(),
+            "driver": self.device.driver_version if self.device else None,
+            "gpu": None,
+            "gpus_used": getattr(self.gpu, "size", 1) if self.gpu is not None else 0,
+            "peaks": None,
+        }
+        d = self.device
+        if d is not None:
+            facts["gpu"] = {
+                "name": d.name,
+                "uuid": d.uuid,
+                "compute_capability": f"{d.compute_capability[0]}.{d.compute_capability[1]}",
+                "sm_count": d.sm_count,
+                "memory_bytes": d.memory_bytes,
+                "l2_bytes": d.l2_bytes,
+                "max_sm_clock_mhz": d.sm_clock_mhz,
+                "memory_clock_mhz": d.memory_clock_mhz,
+                "memory_bus_bits": d.memory_bus_bits,
+            }
+        if self.peaks is not None:
+            facts["peaks"] = dataclasses.asdict(self.peaks)
+        return facts
+
     def judge(self, task: Task, settings: Settings) -> Judge:
         return Judge(task, self.compiler, self.gpu, self.arch, settings, self.device, self.peaks)
 
@@ -36,6 +81,29 @@ class JudgeEnvironment:
         if self.gpu is not None:
             await self.gpu.close()
         self.compiler.close()
+
+
+# The distributions whose versions a recorded figure depends on (the compiler, the driver bindings,
+# the numerics of the reference, the vendor library).
+FACT_PACKAGES = ("cuda-bindings", "cuda-core", "nvidia-cuda-nvrtc", "nvidia-ml-py", "numpy", "cupy-cuda13x", "cupy")
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def nvrtc_version_text() -> str:
+    """NVRTC's version as "13.0", read in this process (compile-only mode has no worker to ask)."""
+    try:
+        from cuda.bindings import nvrtc
+
+        _, major, minor = nvrtc.nvrtcVersion()
+        return f"{major}.{minor}"
+    except Exception:
+        return "unknown"
 
 
 def gpu_unavailable_reason() -> str | None:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from cuda_llm.engine.compile.result import CompileResult
 from cuda_llm.engine.compile.source import CheckedSource, check_source
 from cuda_llm.engine.contract.binding import bind_plan
-from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.contract.errors import FormatError, headline
+from cuda_llm.engine.contract.limits import LaunchLimits, PlanError, arch_limits, check_every_size, device_limits
 from cuda_llm.engine.contract.reply import parse_reply
 from cuda_llm.engine.contract.signature import parse_kernels
 from cuda_llm.engine.gpu.library import LIBRARY_LABEL, library_name
@@ -46,7 +47,7 @@ PROFILE_RETRIES = 2
 
 
 def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else ""
+    return headline(text)
 
 
 def compile_warnings(task: Task, result: CompileResult) -> tuple[str, ...]:
@@ -86,6 +87,8 @@ class Judge:
         self.peaks = peaks
         self._baseline: Compiled | None = None
         self._library: LibraryResult | None = None
+        # What a launch may ask for: the GPU's own limits, or the target arch's in compile-only mode.
+        self.limits: LaunchLimits = device_limits(device) if device is not None else arch_limits(arch)
 
     @property
     def compile_only(self) -> bool:
@@ -138,6 +141,15 @@ class Judge:
                 detail=str(exc),
                 candidate=cand,
                 compile=result,
+            )
+        try:
+            # Every validation and timing size against the limits, before anything runs: compile-only
+            # mode refuses what no GPU of the arch could launch, as the GPU worker would.
+            static = {k.name: k.shared_bytes for k in result.kernels}
+            check_every_size(bound, self.task, self.limits, static)
+        except PlanError as exc:
+            return Judgement(
+                cand.label, "launch_error", _first_line(str(exc)), detail=str(exc), candidate=cand, compile=result
             )
         return Compiled(cand, result, bound)
 

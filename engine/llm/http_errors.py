@@ -3,10 +3,12 @@ server and says what to do. Shared by the ollama and OpenAI providers; each supp
 
 from __future__ import annotations
 
+import asyncio
+import difflib
 import re
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit, urlunsplit
@@ -18,6 +20,10 @@ from cuda_llm.engine.llm.base import ErrorKind, ModelError
 DETAIL_CHARS = 200
 # What replaces a secret that a server echoed back (some servers quote the key they rejected).
 REDACTED = "[redacted]"
+# An unknown model's message lists the server's models: enough to spot the right spelling, few
+# enough for one line; the listing gets a short time of its own (the server has just answered).
+MODELS_LISTED = 10
+MODEL_LISTING_TIMEOUT_S = 3.0
 # Messages resolvers put in errors when a host name does not resolve (glibc, macOS, Windows).
 _DNS_PHRASES = (
     "name or service not known",
@@ -200,3 +206,25 @@ def display_url(url: str) -> str:
         port = None
     netloc = host + (f":{port}" if port else "")
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+async def with_server_models(
+    error: ModelError, server: Server, model: str, list_models: Callable[[], Awaitable[list[str]]]
+) -> ModelError:
+    """An unknown-model error with the models the server does have (and the closest to the name
+    asked for); any other error, or a server that cannot list its models, as it was."""
+    if error.kind != "not_found":
+        return error
+    try:
+        async with asyncio.timeout(MODEL_LISTING_TIMEOUT_S):
+            names = [server.detail(n) for n in await list_models()]
+    except Exception:
+        return error
+    if not names:
+        return ModelError(error.kind, f"{error} (the server has no models)", error.retry_after_s)
+    shown = ", ".join(names[:MODELS_LISTED]) + (
+        f" and {len(names) - MODELS_LISTED} more" if len(names) > MODELS_LISTED else ""
+    )
+    close = difflib.get_close_matches(model, names, n=1, cutoff=0.6)
+    guess = f"; did you mean {close[0]!r}?" if close else ""
+    return ModelError(error.kind, f"{error} (the server has: {shown}{guess})", error.retry_after_s)

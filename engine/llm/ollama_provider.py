@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from cuda_llm.engine.errors import UserError
 from cuda_llm.engine.llm.base import Completion, GenerateOptions, Message, ModelError, RequestKey, TokenCallback
 from cuda_llm.engine.llm.bounded import capped_transport, response_cap, too_large
-from cuda_llm.engine.llm.http_errors import Server, retry_after_seconds
+from cuda_llm.engine.llm.http_errors import Server, retry_after_seconds, with_server_models
 from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
@@ -133,6 +133,7 @@ class OllamaProvider:
                 raise
         finally:
             response_cap.reset(cap)
+        error = await with_server_models(error, self._server, self.model, self.list_models)
         raise error  # outside the except block: the library's exception is not chained on
 
     async def _stream(

@@ -20,7 +20,7 @@ import openai
 
 from cuda_llm.engine.llm.base import Completion, GenerateOptions, Message, ModelError, RequestKey, TokenCallback
 from cuda_llm.engine.llm.bounded import capped_transport, response_cap, too_large
-from cuda_llm.engine.llm.http_errors import Server, display_url, retry_after_seconds
+from cuda_llm.engine.llm.http_errors import Server, display_url, retry_after_seconds, with_server_models
 from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -89,6 +89,7 @@ class OpenAIProvider:
                 raise
         finally:
             response_cap.reset(cap)
+        error = await with_server_models(error, self._server, self.model, self.list_models)
         raise error  # outside the except block: the library's exception (and its request) is not chained on
 
     async def _stream(

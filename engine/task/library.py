@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from cuda_llm.engine.errors import TaskFileError, UnknownTaskError
+from cuda_llm.engine.errors import TaskFileError, UnknownTaskError, UserError
 from cuda_llm.engine.paths import user_data_dir
 from cuda_llm.engine.task.loader import TASK_FILE, load_task
 from cuda_llm.engine.task.model import Task
@@ -53,6 +53,8 @@ class TaskLibrary:
             return load_task(path)
         folders = self.folders()
         if name_or_path not in folders:
+            if path.is_dir():
+                raise UserError(f"{path} is a folder without a {TASK_FILE}: not a task (`cuda-llm tasks` lists them)")
             raise UnknownTaskError(name_or_path, sorted(folders))
         return load_task(folders[name_or_path])
 

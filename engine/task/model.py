@@ -128,6 +128,11 @@ class Task:
         values.update(case.as_dict())
         return values
 
+    def buffer_bytes(self, case: SizeCase) -> int:
+        """What the task's own buffers take at a size (the scratch a plan may ask for grows with it)."""
+        env = self.env(case)
+        return sum(b.nbytes_for(env) for b in self.buffers)
+
     def bytes_and_flops(self, case: SizeCase) -> tuple[int, int]:
         env = self.env(case)
         return expr.evaluate(self.roofline.bytes, env), expr.evaluate(self.roofline.flops, env)

@@ -13,8 +13,9 @@ import pytest
 from cuda_llm.app.cli import parse_tui
 from cuda_llm.app.config import AppConfig, load_config, save_config
 from cuda_llm.app.options import Choices, Defaults, new_session, resume_session
+from cuda_llm.engine.cli.bench_cmd import request_from_args, request_from_bench
 from cuda_llm.engine.cli.main import parse
-from cuda_llm.engine.cli.run_cmd import resume_command, session_options
+from cuda_llm.engine.cli.run_cmd import continue_line, resume_command, session_options
 from cuda_llm.engine.cluster.bundle import TaskBundle, pack_task, unpack_task
 from cuda_llm.engine.cluster.connection import ClusterError
 from cuda_llm.engine.cluster.environment import choose_model
@@ -27,7 +28,7 @@ from cuda_llm.engine.settings import Settings
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_cluster_option_reaches_the_session_and_the_resume_line():
+def test_cluster_option_reaches_the_session_and_the_resume_line(tmp_path):
     for argv in (["run", "vector_add", "--model", "ollama:m"], ["bench", "--model", "ollama:m"]):
         args = parse([*argv, "--cluster", "ray://head:10001", "--gpus", "H100"])
         options = session_options(args, "vector_add")
@@ -41,6 +42,31 @@ def test_cluster_option_reaches_the_session_and_the_resume_line():
 
     line = resume_command(7, "/tmp/s.db", Replay(), "ray://head:10001")
     assert line == "cuda-llm run --resume 7 --headless --db /tmp/s.db --cluster ray://head:10001"
+
+    class Ollama:
+        spec = "ollama:m"
+        where = "http://gpu-box:11434"
+
+    line = continue_line(7, None, Ollama(), "auto")
+    assert line == "continue with: cuda-llm run --resume 7 --headless --cluster auto --host http://gpu-box:11434"
+    # A replay that ran out of replies goes on with a model, on the same cluster.
+    line = continue_line(7, str(tmp_path / "none.db"), Replay(), "ray://head:10001")
+    assert line.endswith(
+        f"cuda-llm run --resume 7 --headless --model ollama:MODEL --db {tmp_path / 'none.db'} "
+        "--cluster ray://head:10001"
+    ), line
+    assert "--cluster" not in continue_line(7, None, Ollama())
+
+
+def test_bench_takes_the_cluster_but_does_not_record_it_as_what_it_ran(tmp_path):
+    args = parse(["bench", "--model", "ollama:m", "--tasks", "vector_add", "--cluster", "auto", "--gpus", "H100"])
+    request = request_from_args(args)
+    assert (request.cluster, request.gpus) == ("auto", "H100")
+    assert "cluster" not in request.to_json() and "gpus" not in request.to_json()
+    saved = {"request": request.to_json(), "model": "ollama:m", "rows": []}
+    again = request_from_bench(saved, "bench.json", parse(["bench", "--rerun", "x", "--cluster", "ray://h:10001"]))
+    assert again.cluster == "ray://h:10001" and again.tasks == ("vector_add",)
+    assert request_from_bench(saved, "bench.json", parse(["bench", "--rerun", "x"])).cluster is None
 
 
 def test_the_tui_config_names_a_cluster_and_sessions_use_it(tmp_path):

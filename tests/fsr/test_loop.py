@@ -162,32 +162,3 @@ async def test_bad_loop_settings_are_one_line(tmp_path, n):
 
     with pytest.raises(UserError, match="--candidates"):
         await run_session(options(tmp_path, "ollama:m", candidates=n))
-
-
-async def test_bench_replays_the_latest_session_per_task(tmp_path, llm_server, capsys):
-    from cuda_llm.engine.cli.bench_cmd import _bench, markdown
-    from cuda_llm.engine.cli.main import parse
-
-    llm_server.default = chunked(reply())
-    first, _ = await run_session(options(tmp_path, "ollama:loop-model", candidates=2, rounds=1), host=llm_server.url)
-    served = len(llm_server.chat_requests)
-    args = parse(
-        [
-            "bench",
-            "--model",
-            "replay:latest",
-            "--tasks",
-            "vector_add",
-            "matmul",
-            "--compile-only",
-            "--db",
-            str(tmp_path / "sessions.db"),
-        ]
-    )
-    rows, device = await _bench(args)
-    assert len(llm_server.chat_requests) == served, "replay asks no model"
-    assert [r["task"] for r in rows] == ["vector_add"], "matmul has no recorded session: skipped"
-    assert rows[0]["model"] == f"replay:{first.session_id}" and rows[0]["correct"] and rows[0]["rounds"] == 1
-    table = markdown(rows, device, "replay:latest")
-    assert "| vector_add |" in table and "compile-only" in table
-    assert "no recorded session of matmul" in capsys.readouterr().err

@@ -1,0 +1,85 @@
+"""The files and folders named on a command line: one clear line for each way such a path can be wrong
+(missing, a folder, unreadable, not text, too large) instead of a traceback; `-` reads standard input;
+output folders are made, or refused with the reason."""
+
+from __future__ import annotations
+
+import errno
+import sys
+from pathlib import Path
+
+from cuda_llm.engine.errors import UserError
+
+STDIN = "-"
+
+
+class FileArgumentError(UserError):
+    """A path given on the command line that cannot be used as asked."""
+
+
+class NotTextError(FileArgumentError):
+    """The file was read but is not UTF-8 text (binary data, another encoding)."""
+
+
+def shown(path: str | Path) -> str:
+    """How messages name a path argument ("standard input" for -)."""
+    return "standard input" if str(path) == STDIN else str(path)
+
+
+def _why(exc: OSError) -> str:
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    return exc.strerror or type(exc).__name__
+
+
+def read_bytes(path: str | Path, what: str, max_bytes: int) -> bytes:
+    """At most `max_bytes` of a file (or of standard input for -); more is an error, not a silent cut."""
+    name = shown(path)
+    try:
+        if str(path) == STDIN:
+            data = sys.stdin.buffer.read(max_bytes + 1)
+        else:
+            p = Path(path)
+            if p.is_dir():
+                raise FileArgumentError(f"{what} {name} is a folder, not a file")
+            with p.open("rb") as f:
+                data = f.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise FileArgumentError(f"{what}: no such file: {name}") from None
+    except IsADirectoryError:
+        raise FileArgumentError(f"{what} {name} is a folder, not a file") from None
+    except OSError as exc:
+        raise FileArgumentError(f"cannot read {what} {name}: {_why(exc)}") from None
+    if len(data) > max_bytes:
+        raise FileArgumentError(f"{what} {name} is larger than {max_bytes:,} bytes: that is not a {what}")
+    return data
+
+
+def read_text(path: str | Path, what: str, max_bytes: int) -> str:
+    """A text file's contents; NotTextError for binary data or another encoding than UTF-8."""
+    data = read_bytes(path, what, max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NotTextError(f"{shown(path)} is not UTF-8 text") from None
+
+
+def output_folder(path: str | Path) -> Path:
+    """A folder to write into, made if needed."""
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise FileArgumentError(f"{folder} exists and is not a folder: choose another --out") from None
+    except OSError as exc:
+        if exc.errno == errno.ENOTDIR:
+            raise FileArgumentError(f"cannot make the folder {folder}: part of its path is a file") from None
+        raise FileArgumentError(f"cannot make the folder {folder}: {_why(exc)}") from None
+    return folder
+
+
+def write_text(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise FileArgumentError(f"cannot write {path}: {_why(exc)}") from None

@@ -1,0 +1,50 @@
+"""The vendor library's figure as the headless commands show it (`eval`'s library line, `bench`'s
+library column): its latency, and a program's latency as "x of library" (the library's time over
+the program's: above 1, faster than the library). Without a figure, the reason there is none."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cuda_llm.engine.judge.judgement import LibraryResult
+
+
+def of_library(lib: LibraryResult | None, median_us: float | None) -> float | None:
+    if lib is None or median_us is None:
+        return None
+    return lib.of_library(median_us)
+
+
+def library_record(lib: LibraryResult | None, median_us: float | None = None) -> dict[str, Any]:
+    """For --json and bench.json: what was timed, its figures, and `note` when there are none."""
+    if lib is None:
+        return {"name": None, "median_us": None, "note": "not timed"}
+    t, f = lib.timing, lib.figures
+    return {
+        "name": lib.name,
+        "median_us": t.median_us if t else None,
+        "iqr_us": t.iqr_us if t else None,
+        "speedup_over_baseline": f.speedup if f else None,
+        "roofline_share": f.roofline_share if f else None,
+        "of_library": of_library(lib, median_us),
+        "device": lib.device,
+        "note": lib.note,
+    }
+
+
+def library_line(lib: LibraryResult | None, median_us: float | None = None, who: str = "this candidate") -> str:
+    """One line: 'cuBLAS SGEMM (through CuPy): 812.3 us (IQR 2.1), 3.10x the baseline; this
+    candidate is 0.87x of library', or why there is no figure."""
+    if lib is None:
+        return "not timed"
+    if lib.timing is None:
+        what = f"{lib.name}: not timed" if lib.name else "none"
+        return f"{what}: {lib.note or 'no reason given'}"
+    parts = [f"{lib.name}: {lib.timing.median_us:.1f} us (IQR {lib.timing.iqr_us:.1f})"]
+    if lib.figures and lib.figures.speedup is not None:
+        parts.append(f"{lib.figures.speedup:.2f}x the baseline")
+    ratio = of_library(lib, median_us)
+    text = ", ".join(parts)
+    if ratio is not None:
+        text += f"; {who} is {ratio:.2f}x of library"
+    return text
