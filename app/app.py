@@ -84,6 +84,8 @@ class CudaLlmApp(App[int]):
         loaded = load_config(config_path)
         self.config: AppConfig = dataclasses.replace(loaded.config, **(config_overrides or {}))
         self.config_warning = loaded.warning
+        if self.defaults.cluster is None and self.config.cluster:  # --cluster wins over the config file
+            self.defaults = dataclasses.replace(self.defaults, cluster=self.config.cluster)
         self.environment_factory = environment_factory
         self.sampler: TelemetrySampler | None = telemetry
         if telemetry is None and poll_telemetry:

@@ -5,6 +5,7 @@
     candidates = 4
     rounds = 5
     theme = "cuda-dark"
+    cluster = "ray://head-node:10001"   # optional: judge on every GPU of this Ray cluster
 
     [[endpoints]]
     name = "vllm-box"
@@ -56,6 +57,8 @@ class AppConfig:
     target_roofline: float = 0.9  # 0: never stop at a roofline share
     auto_accept: bool = False  # the TUI's point is to review; headless runs accept everything
     theme: str = "cuda-dark"
+    # A Ray cluster to judge on (ray://HOST:10001, or auto on one of its nodes); --cluster overrides it.
+    cluster: str | None = None
     endpoints: tuple[Endpoint, ...] = ()
 
     def endpoint_named(self, name: str | None) -> Endpoint | None:

@@ -19,6 +19,7 @@ def run_tui(args: argparse.Namespace) -> int:
         compile_only=args.compile_only,
         arch=args.arch,
         gpu=args.gpu,
+        cluster=args.cluster,
         loop=loop_settings(args),
     )
     overrides = {

@@ -20,6 +20,7 @@ class Defaults:
     compile_only: bool = False
     arch: str | None = None
     gpu: int = 0
+    cluster: str | None = None  # a Ray cluster's address: sessions judge on its GPUs
     loop: LoopSettings = field(default_factory=LoopSettings)  # the base the start screen's choices change
 
 
@@ -65,6 +66,7 @@ def new_session(defaults: Defaults, c: Choices) -> SessionRequest:
         compile_only=defaults.compile_only,
         arch=defaults.arch,
         gpu=defaults.gpu,
+        cluster=defaults.cluster,
     )
     return SessionRequest(options, c.auto_accept)
 
@@ -80,6 +82,7 @@ def resume_session(defaults: Defaults, session_id: int, auto_accept: bool, host:
         compile_only=defaults.compile_only,
         arch=defaults.arch,
         gpu=defaults.gpu,
+        cluster=defaults.cluster,
         resume=session_id,
     )
     return SessionRequest(options, auto_accept)

@@ -4,6 +4,7 @@ runner for the validated columns and the vendor library's."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -257,6 +258,65 @@ def test_both_geometric_means_are_named_and_differ_when_a_task_did_not_improve()
     assert s.improved.value == pytest.approx(4.0) and s.improved.tasks == 1
     assert s.overall.value == pytest.approx(2.0) and s.overall.tasks == 2
     assert "improved" in s.improved.name and "counts as 1.00x" in s.overall.name
+
+
+def _row_on(task: str, gpu: str, speedup: float, node: str | None = None) -> BenchRow:
+    env = {"gpu": {"name": gpu}, "arch": "sm_90" if "H100" in gpu else "sm_80", "driver": "13.0", "nvrtc": "13.0"}
+    if node is not None:
+        env["cluster"] = {"nodes": [node], "gpus": [{"node": node, "node_id": f"id-{node}", "gpu": gpu, "index": 0}]}
+    label = "baseline" if speedup == 1.0 else "r1-1"
+    return BenchRow(
+        task,
+        1,
+        "m",
+        "finished",
+        True,
+        candidates=1,
+        compiled=1,
+        correct=1,
+        baseline_us=100.0,
+        best_us=100.0 / speedup,
+        speedup=speedup,
+        best_label=label,
+        best_round=1,
+        environment=env,
+    )
+
+
+def test_rows_on_two_gpu_models_name_theirs_and_are_never_averaged_together():
+    from cuda_llm.engine.cli.bench_table import bench_document
+
+    rows = [
+        _row_on("a", "NVIDIA H100", 4.0, "node-1"),
+        _row_on("b", "NVIDIA A100", 2.0, "node-2"),
+        _row_on("c", "NVIDIA H100", 1.0, "node-3"),
+    ]
+    doc = bench_document(rows, {"model": "m", "tasks": ["a", "b", "c"]}, "now", "0", ["cuda-llm", "bench"])
+    assert doc["summary"] is None, "no summary across GPU models"
+    assert [(s["gpu"], s["improved"]["value"], s["overall"]["value"]) for s in doc["summaries"]] == [
+        ("NVIDIA A100", 2.0, 2.0),
+        ("NVIDIA H100", 4.0, 2.0),
+    ]
+    assert doc["device"] == "NVIDIA A100, NVIDIA H100"
+    text = markdown(doc)
+    assert "| task | GPU | baseline (us) |" in text
+    cells = table_rows(text)
+    assert [cells[t][1] for t in "abc"] == ["NVIDIA H100", "NVIDIA A100", "NVIDIA H100"]
+    assert cells["a"][4] == "4.00x" and cells["b"][9] == "r1-1 (round 1)"
+    assert "2 GPU models on 3 node(s) of a Ray cluster: NVIDIA A100 (sm_80), NVIDIA H100 (sm_90)" in text
+    assert "on the row's GPU" in text and "geometric means are per GPU model" in text
+    assert "- on NVIDIA H100 (2 task(s)):" in text and "- on NVIDIA A100 (1 task(s)):" in text
+    assert "  - geometric mean speedup over the tasks that improved (1): 4.00x" in text
+    assert "  - geometric mean speedup over the tasks that improved (1): 2.00x" in text
+    assert "(2): 2.00x" in text, "H100's mean over both its tasks"
+    mixed = math.sqrt(4.0 * 2.0)
+    assert f"{mixed:.2f}x" not in text and "(3):" not in text, "no mean over both models"
+    # One model on one machine: no GPU column, one summary, as before.
+    local = [dataclasses.replace(r, environment={**r.environment, "cluster": None}) for r in rows if r.task != "b"]
+    doc = bench_document(local, {"model": "m", "tasks": ["a", "c"]}, "now", "0", ["cuda-llm", "bench"])
+    text = markdown(doc)
+    assert "| task | baseline (us) |" in text and "on this GPU" in text and "- on NVIDIA" not in text
+    assert doc["summary"]["gpu"] == "NVIDIA H100" and doc["summaries"] == [doc["summary"]]
 
 
 # ---- which tasks, and two runs side by side ---------------------------------------------------------

@@ -6,9 +6,11 @@ bench.json from them.
     cuda-llm bench --model replay:latest --tasks T ...  replay each task's newest recorded session
     cuda-llm bench --rerun OUT/bench.json               the same request again, then both side by side
     cuda-llm bench --compare A.json B.json              two runs side by side (two models, two GPUs)
+    cuda-llm bench --model SPEC --cluster ray://HOST:10001  the tasks side by side on a Ray cluster
 
 A run is a `BenchRequest` (what to run and how) turned into `BenchRow`s one task at a time by
-`run_task`; where sessions run is `open_session`'s business.
+`run_task`; where sessions run is `open_session`'s business, or with --cluster engine/cluster/bench.py's
+(each task's session on a GPU of its own).
 """
 
 from __future__ import annotations
@@ -49,12 +51,13 @@ class BenchRequest:
     overrides: dict[str, Any] = field(default_factory=dict)  # the settings given on the command line
     # Where it runs, which a rerun takes from its own command line: not kept in bench.json.
     db: str | None = None
-    gpus: str | None = None
+    gpus: str | None = None  # "0,1"; with `cluster`, a GPU model
+    cluster: str | None = None  # a Ray cluster's address (each row's environment names the node and GPU)
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        data.pop("db")
-        data.pop("gpus")
+        for key in ("db", "gpus", "cluster"):
+            data.pop(key)
         for key in ("host", "base_url"):  # a server's address, never its credentials
             data[key] = _scrubbed(data[key]) if data[key] else None
         return data
@@ -92,6 +95,7 @@ def request_from_args(args: argparse.Namespace) -> BenchRequest:
         overrides=loop_overrides(args),
         db=args.db,
         gpus=args.gpu,
+        cluster=args.cluster,
     )
 
 
@@ -102,7 +106,7 @@ def request_from_bench(bench: dict[str, Any], path: str, args: argparse.Namespac
     known = {f.name for f in dataclasses.fields(BenchRequest)}
     values = {k: v for k, v in saved.items() if k in known}
     values["tasks"] = tuple(values["tasks"])
-    return BenchRequest(**values, db=args.db, gpus=args.gpu)
+    return BenchRequest(**values, db=args.db, gpus=args.gpu, cluster=args.cluster)
 
 
 def check_tasks(request: BenchRequest) -> None:
@@ -114,14 +118,14 @@ def check_tasks(request: BenchRequest) -> None:
         library.get(name)
 
 
-def _replayed_session(task: str, db: str | None, exclude: set[int]) -> int | None:
-    """The newest recorded session of `task` that is not itself a replay (or made by this bench)."""
+def _replayed_session(task: str, db: str | None) -> int | None:
+    """The newest recorded session of `task` that is not itself a replay."""
     from cuda_llm.engine.store.sessions import SessionStore
 
     store = SessionStore(db, read_only=True)
     try:
         for s in store.sessions(REPLAY_SEARCH_SESSIONS):
-            if s.task == task and s.id not in exclude and not s.model.startswith("replay:"):
+            if s.task == task and not s.model.startswith("replay:"):
                 return s.id
     finally:
         store.close()
@@ -152,6 +156,7 @@ def _options(request: BenchRequest, task: str, model: str):
         compile_only=request.compile_only,
         arch=request.arch,
         gpu=request.gpus,
+        cluster=request.cluster,
         overrides=dict(request.overrides),
     )
 
@@ -211,9 +216,12 @@ async def run_task(
     task: str,
     model: str,
     environment: EnvironmentFactory | None = None,
+    opened: Callable[[], None] | None = None,
     control: Controller | None = None,
 ) -> BenchRow:
-    """One task's session from start to end, and its row. `control` lets the caller stop it."""
+    """One task's session from start to end, and its row. `opened` is called once the session exists
+    (engine/cluster/bench.py starts the next task then, so sessions are numbered in task order);
+    `control` lets the caller stop it."""
     from cuda_llm.engine.cli.report import session_report
     from cuda_llm.engine.fsr import events as ev
     from cuda_llm.engine.fsr.control import Controller
@@ -225,6 +233,8 @@ async def run_task(
     session = await open_session(
         _options(request, task, model), control, environment=environment() if environment else None
     )
+    if opened is not None:
+        opened()
     if session.env.notice:
         print(f"cuda-llm: {session.env.notice}", file=sys.stderr)
     library: list[Any] = []
@@ -249,13 +259,43 @@ async def run_task(
     return build_row(task, model, result, report, library[0] if library else None, time.monotonic() - started)
 
 
-async def run_bench(request: BenchRequest, environment: EnvironmentFactory | None = None) -> list[BenchRow]:
+def resolve_models(request: BenchRequest) -> list[tuple[str, str]]:
+    """(task, model) for each task to run: replay:latest names each task's newest recorded session
+    (a task with none is skipped, in one line). Resolved before any session starts, so sessions this
+    bench makes are never replayed by it, wherever they run."""
+    runs = []
+    for task in request.tasks:
+        model = request.model
+        if model == REPLAY_LATEST:
+            found = _replayed_session(task, request.db)
+            if found is None:
+                print(f"cuda-llm: no recorded session of {task} to replay; skipped", file=sys.stderr)
+                continue
+            model = f"replay:{found}"
+        runs.append((task, model))
+    return runs
+
+
+async def run_bench(
+    request: BenchRequest,
+    environment: EnvironmentFactory | None = None,
+    worker_factory: Any = None,
+    cluster_settings: Any = None,
+) -> list[BenchRow]:
+    """The rows in task order. With `request.cluster` (not compile-only) the tasks run side by side on
+    the Ray cluster's GPUs (engine/cluster/bench.py; `worker_factory` and `cluster_settings` reach it:
+    tests pass a fake GPU worker)."""
     from cuda_llm.engine.cli.interrupt import ctrl_c_stops
     from cuda_llm.engine.fsr.control import Controller
 
     check_tasks(request)
+    runs = resolve_models(request)
+    if request.cluster and not request.compile_only:
+        # Imported only here: without --cluster nothing imports Ray (an optional extra).
+        from cuda_llm.engine.cluster.bench import bench_on_cluster
+
+        return await bench_on_cluster(request, runs, run_task, worker_factory, cluster=cluster_settings)
     rows: list[BenchRow] = []
-    made: set[int] = set()
     control: Controller | None = None
     stopped = False
 
@@ -266,22 +306,12 @@ async def run_bench(request: BenchRequest, environment: EnvironmentFactory | Non
             control.stop()
 
     with ctrl_c_stops(stop):
-        for task in request.tasks:
+        for task, model in runs:
             if stopped:
                 print(f"cuda-llm: stopped: {task} and the tasks after it were not run", file=sys.stderr)
                 break
-            model = request.model
-            if model == REPLAY_LATEST:
-                found = _replayed_session(task, request.db, made)
-                if found is None:
-                    print(f"cuda-llm: no recorded session of {task} to replay; skipped", file=sys.stderr)
-                    continue
-                model = f"replay:{found}"
             control = Controller(auto_accept=True, stop_when_paused=True)
-            row = await run_task(request, task, model, environment, control)
-            if row.session is not None:
-                made.add(row.session)
-            rows.append(row)
+            rows.append(await run_task(request, task, model, environment, control=control))
     return rows
 
 

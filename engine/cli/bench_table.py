@@ -7,7 +7,10 @@ What the table promises:
   validated", and one judged `suspect` (its timing cannot be trusted) is not counted as correct;
 - the best is named with the round and the candidate that found it;
 - two geometric means, each named: over the tasks that improved, and over every validated task (a
-  task where nothing beat the baseline counts as 1.00x there);
+  task where nothing beat the baseline counts as 1.00x there); never across GPU models: when the rows
+  ran on several (a Ray cluster's), the two are given for each model;
+- which GPU model each row ran on, in a GPU column whenever the rows ran on more than one model or on
+  a Ray cluster (bench.json's rows name the node and GPU as well);
 - the vendor library's latency beside the best, and the best as "x of library" (the library's time
   over the best's: above 1, faster than the library), or why there is no library figure;
 - every row carries the settings and the environment (versions, GPU, clocks) that reproduce it.
@@ -26,7 +29,9 @@ from cuda_llm.engine.judge.metrics import ROOFLINE_NAME
 BASELINE = "baseline"
 NOT_VALIDATED = "not validated"
 BENCH_FILE = "bench.json"
-BENCH_FORMAT = 2  # bench.json's layout version (1: the rows had no settings, environment or summary)
+# bench.json's layout version (1: the rows had no settings, environment or summary; 2: one summary,
+# no summaries per GPU model).
+BENCH_FORMAT = 3
 
 
 @dataclass
@@ -70,6 +75,18 @@ class BenchRow:
     def of_library(self) -> float | None:
         return self.library.get("of_library")
 
+    @property
+    def gpu(self) -> str | None:
+        """The GPU model it was judged on (None: compile-only, or a row from an older cuda-llm)."""
+        return (self.environment.get("gpu") or {}).get("name") if self.validated else None
+
+    @property
+    def nodes(self) -> list[str]:
+        """The Ray cluster's nodes it was judged on, by Ray's id (host names may repeat there); none:
+        this machine."""
+        gpus = (self.environment.get("cluster") or {}).get("gpus") or []
+        return sorted({str(g.get("node_id") or g.get("node")) for g in gpus})
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BenchRow:
         known = {f.name for f in dataclasses.fields(cls)}
@@ -96,13 +113,42 @@ class Summary:
     overall: GeoMean
     correct: int  # tasks with a correct kernel
     tasks: int
+    gpu: str | None = None  # the GPU model of its rows (None: compile-only, or not recorded)
 
 
 def geomean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
-def summarize(rows: list[BenchRow]) -> Summary:
+def gpu_models(rows: list[BenchRow]) -> list[str]:
+    """The GPU models the rows were judged on, each once."""
+    return sorted({r.gpu for r in rows if r.gpu})
+
+
+def on_cluster(rows: list[BenchRow]) -> bool:
+    return any(r.nodes for r in rows)
+
+
+def shows_gpu(rows: list[BenchRow]) -> bool:
+    """Whether the table needs a GPU column: the header's one device does not say it all."""
+    return len(gpu_models(rows)) > 1 or on_cluster(rows)
+
+
+def summaries(rows: list[BenchRow]) -> list[Summary]:
+    """One summary per GPU model (speedups are never averaged across models; one summary when the
+    rows ran on one model, or on none)."""
+    models = gpu_models(rows)
+    if len(models) <= 1:
+        return [summarize(rows, models[0] if models else None)]
+    out = [summarize([r for r in rows if r.gpu == m], m) for m in models]
+    unknown = [r for r in rows if r.gpu is None]  # rows of a GPU that was not recorded
+    if unknown:
+        out.append(summarize(unknown, "a GPU not recorded"))
+    return out
+
+
+def summarize(rows: list[BenchRow], gpu: str | None = None) -> Summary:
+    """The summary of rows judged on one GPU model (`gpu`), or compile-only."""
     validated = [r for r in rows if r.validated and r.speedup]
     improved = [r.speedup for r in validated if r.improved]
     overall = [1.0 if r.best_label == BASELINE else r.speedup for r in validated]
@@ -116,6 +162,7 @@ def summarize(rows: list[BenchRow]) -> Summary:
         ),
         correct=sum(bool(r.is_correct) for r in rows),
         tasks=len(rows),
+        gpu=gpu,
     )
 
 
@@ -184,10 +231,19 @@ COLUMNS = (
 )
 
 
-def cells(r: BenchRow) -> list[str]:
+def columns(rows: list[BenchRow]) -> tuple[str, ...]:
+    return (COLUMNS[0], GPU_COLUMN, *COLUMNS[1:]) if shows_gpu(rows) else COLUMNS
+
+
+GPU_COLUMN = "GPU"
+
+
+def cells(r: BenchRow, with_gpu: bool = False) -> list[str]:
     lib_us, of_lib = library_cells(r)
+    gpu = [r.gpu or ("-" if not r.validated else "?")] if with_gpu else []
     return [
         r.task,
+        *gpu,
         _us(r.baseline_us),
         _us(r.best_us) if r.validated else "-",
         _x(r.speedup) if r.validated else "-",
@@ -208,6 +264,16 @@ def _md_table(headers: tuple[str, ...] | list[str], rows: list[list[str]]) -> li
     return out
 
 
+def _rows(bench: dict[str, Any]) -> list[BenchRow]:
+    return [BenchRow.from_json(r) for r in bench.get("rows") or []]
+
+
+def _each(values: list[Any]) -> str:
+    """One value, or each of several once ("13.0, 12.8")."""
+    seen = list(dict.fromkeys(str(v) for v in values if v is not None))
+    return ", ".join(seen) if seen else "None"
+
+
 def device_line(bench: dict[str, Any]) -> str:
     env = bench.get("environment") or {}
     gpu = env.get("gpu") or {}
@@ -216,16 +282,23 @@ def device_line(bench: dict[str, Any]) -> str:
             f"compile-only for {env.get('arch') or bench.get('arch')} (no GPU): {NOT_VALIDATED}; kernels were "
             "compiled and bound, never run or timed"
         )
+    rows = _rows(bench)
+    nodes = sorted({n for r in rows for n in r.nodes})
+    where = f" on {len(nodes)} node(s) of a Ray cluster" if nodes else ""
+    envs = [r.environment for r in rows if r.environment] or [env]
+    versions = f"driver {_each([e.get('driver') for e in envs])}, NVRTC {_each([e.get('nvrtc') for e in envs])}"
+    models = gpu_models(rows)
+    if len(models) > 1:
+        kinds = ", ".join(f"{m} ({_each([r.environment.get('arch') for r in rows if r.gpu == m])})" for m in models)
+        return f"{len(models)} GPU models{where}: {kinds} (the GPU column says each row's), {versions}"
     clocks = f", max SM clock {gpu.get('max_sm_clock_mhz')} MHz" if gpu.get("max_sm_clock_mhz") else ""
-    return (
-        f"{gpu.get('name') or bench.get('device')} ({env.get('arch')}{clocks}), driver {env.get('driver')}, "
-        f"NVRTC {env.get('nvrtc')}"
-    )
+    return f"{gpu.get('name') or bench.get('device')} ({env.get('arch')}{clocks}){where}, {versions}"
 
 
 def markdown(bench: dict[str, Any]) -> str:
-    rows = [BenchRow.from_json(r) for r in bench["rows"]]
-    summary = summarize(rows)
+    rows = _rows(bench)
+    per_gpu = summaries(rows)
+    with_gpu = shows_gpu(rows)
     settings = bench.get("settings") or {}
     lines = [
         f"# cuda-llm bench: {bench['model']}",
@@ -233,16 +306,18 @@ def markdown(bench: dict[str, Any]) -> str:
         f"- device: {device_line(bench)}",
         f"- run: {bench.get('created', '?')} with cuda-llm {bench.get('cuda_llm', '?')}; {settings_text(settings)}",
     ]
-    if summary.validated:
+    if any(s.validated for s in per_gpu):
+        gpu = "the row's GPU" if with_gpu else "this GPU"
         lines.append(
-            "- latencies: medians timed interleaved with the baseline on this GPU; speedup is the baseline's "
+            f"- latencies: medians timed interleaved with the baseline on {gpu}; speedup is the baseline's "
             f"over the best's; roofline is the share of {ROOFLINE_NAME}; x of library is the library's time over "
             "the best's (above 1: faster than the library)"
+            + ("; geometric means are per GPU model" if len(per_gpu) > 1 else "")
         )
     else:
         lines.append(f"- correct: {NOT_VALIDATED}: without a GPU nothing was run, so nothing is known correct")
-    lines += ["", *_md_table(COLUMNS, [cells(r) for r in rows]), ""]
-    lines += summary_lines(summary)
+    lines += ["", *_md_table(columns(rows), [cells(r, with_gpu) for r in rows]), ""]
+    lines += summary_lines(per_gpu)
     notes = library_notes(rows)
     if notes:
         lines += ["", *[f"- {n}" for n in notes]]
@@ -263,7 +338,18 @@ def settings_text(settings: dict[str, Any]) -> str:
     )
 
 
-def summary_lines(summary: Summary) -> list[str]:
+def summary_lines(per_gpu: list[Summary]) -> list[str]:
+    """The summary of a table: its named geometric means, for each GPU model when there are several."""
+    if len(per_gpu) == 1:
+        return _summary_lines(per_gpu[0])
+    out = []
+    for s in per_gpu:
+        out.append(f"- on {s.gpu} ({s.tasks} task(s)):")
+        out += [f"  {line}" for line in _summary_lines(s)]
+    return out
+
+
+def _summary_lines(summary: Summary) -> list[str]:
     if not summary.validated:
         return [f"No speedups: compile-only ({NOT_VALIDATED}); {summary.tasks} task(s) compiled and bound."]
     out = []
@@ -310,6 +396,13 @@ def _differences(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list
 _VOLATILE = ("peaks.measured_at", "gpu.uuid", "host.cpus")
 
 
+def _comparable(env: dict[str, Any]) -> dict[str, Any]:
+    """An environment as two runs compare it: a Ray cluster by its nodes (its actors' ids and GPU
+    numbers change from run to run)."""
+    nodes = (env.get("cluster") or {}).get("nodes")
+    return {**env, "cluster": ", ".join(nodes) if nodes else None}
+
+
 def compare(a: dict[str, Any], b: dict[str, Any], names: tuple[str, str] = ("A", "B")) -> dict[str, Any]:
     """Two bench.json files side by side: rows matched by task, what differs in how they were run."""
     rows_a = {r["task"]: BenchRow.from_json(r) for r in a["rows"]}
@@ -322,14 +415,16 @@ def compare(a: dict[str, Any], b: dict[str, Any], names: tuple[str, str] = ("A",
         matched.append({"task": t, "a": ra, "b": rb, "b_over_a": ratio})
     setting_diffs = _differences(a.get("settings") or {}, b.get("settings") or {})
     env_diffs = [
-        d for d in _differences(a.get("environment") or {}, b.get("environment") or {}) if not d.startswith(_VOLATILE)
+        d
+        for d in _differences(_comparable(a.get("environment") or {}), _comparable(b.get("environment") or {}))
+        if not d.startswith(_VOLATILE)
     ]
     return {
         "names": names,
         "a": {k: a.get(k) for k in ("model", "device", "created", "validated")},
         "b": {k: b.get(k) for k in ("model", "device", "created", "validated")},
         "rows": matched,
-        "summary": (summarize(list(rows_a.values())), summarize(list(rows_b.values()))),
+        "summary": (summaries(list(rows_a.values())), summaries(list(rows_b.values()))),
         "settings_differ": setting_diffs,
         "environment_differs": env_diffs,
         "model_differs": a.get("model") != b.get("model"),
@@ -376,7 +471,7 @@ def compare_json(cmp: dict[str, Any]) -> dict[str, Any]:
         }
         for m in cmp["rows"]
     ]
-    out["summary"] = [summary_json(s) for s in cmp["summary"]]
+    out["summary"] = [[summary_json(s) for s in side] for side in cmp["summary"]]
     return out
 
 
@@ -388,19 +483,27 @@ def bench_document(
     first = rows[0] if rows else None
     env = first.environment if first else {}
     validated = any(r.validated for r in rows)
+    per_gpu = summaries(rows)
+    models = gpu_models(rows)
+    device = ", ".join(models) if len(models) > 1 else None
     return {
         "format": BENCH_FORMAT,
         "cuda_llm": version,
         "created": created,
         "command": command,
         "model": request["model"],
-        "device": (env.get("gpu") or {}).get("name") or f"compile-only ({env.get('arch') or request.get('arch')})",
+        "device": device
+        or (env.get("gpu") or {}).get("name")
+        or f"compile-only ({env.get('arch') or request.get('arch')})",
         "validated": validated,
         "arch": env.get("arch") or request.get("arch"),
         "request": request,
         "settings": first.settings if first else request.get("loop", {}),
         "environment": env,
-        "summary": summary_json(summarize(rows)),
+        # The run's summary when its rows ran on one GPU model (or none); else null, and each model's
+        # in "summaries" (speedups are never averaged across GPU models).
+        "summary": summary_json(per_gpu[0]) if len(per_gpu) == 1 else None,
+        "summaries": [summary_json(s) for s in per_gpu],
         "rows": [dataclasses.asdict(r) for r in rows],
     }
 

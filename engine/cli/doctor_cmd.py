@@ -1,5 +1,6 @@
 """`cuda-llm doctor`: what works here - packages, NVRTC and headers, the driver and GPUs, NVML, the
-model servers, the database. Exit code 1 when something needed for compiling is broken."""
+model servers, the database, and with --cluster a Ray cluster's nodes and GPUs. Exit code 1 when
+something needed for compiling (or the cluster asked about) is broken."""
 
 from __future__ import annotations
 
@@ -57,6 +58,9 @@ def check_packages() -> list[Check]:
                 v or "not installed",
             )
         )
+    from cuda_llm.engine.cluster.doctor import ray_row  # (does not import Ray)
+
+    out.append(Check(*ray_row()))
     return out
 
 
@@ -249,6 +253,10 @@ async def _doctor(args: argparse.Namespace) -> int:
     checks.append(await check_sandbox())
     checks += gpu_checks
     checks.append(check_nvml())
+    if getattr(args, "cluster", None):
+        from cuda_llm.engine.cluster.doctor import cluster_rows
+
+        checks += [Check(*row) for row in await cluster_rows(args.cluster)]
     checks += await check_servers(args.host, args.base_url)
     checks.append(check_storage(args.db))
     if args.json:
@@ -270,5 +278,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", help="ollama server to probe")
     p.add_argument("--base-url", help="OpenAI-compatible server to probe")
     p.add_argument("--db", help="sessions database")
+    p.add_argument("--cluster", metavar="ADDRESS", help="also check a Ray cluster: its nodes, and its GPUs by model")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=doctor)

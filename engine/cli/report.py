@@ -202,6 +202,10 @@ def _environment_lines(env: dict[str, Any]) -> list[str]:
         )
     else:
         lines.append(f"- GPU: none (compile-only for {env.get('arch')})")
+    cluster = env.get("cluster") or {}
+    if cluster.get("gpus"):
+        where = ", ".join(f"{g.get('gpu')} #{g.get('index')} on {g.get('node')}" for g in cluster["gpus"])
+        lines.append(f"- judged on a Ray cluster: {where}")
     return lines
 
 

@@ -43,7 +43,17 @@ def add_session_arguments(p: argparse.ArgumentParser) -> None:
     dev.add_argument("--compile-only", action="store_true", help="compile and bind only; no GPU")
     dev.add_argument("--arch", help="compile for this arch when there is no GPU (default sm_90)")
     dev.add_argument(
-        "--gpus", "--gpu", dest="gpu", metavar="LIST", help="GPUs to judge on, e.g. 0 or 0,1 (default: every GPU)"
+        "--gpus",
+        "--gpu",
+        dest="gpu",
+        metavar="LIST",
+        help="GPUs to judge on, e.g. 0 or 0,1 (default: every GPU); with --cluster, a GPU model, e.g. H100",
+    )
+    dev.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="judge on every GPU of a Ray cluster: ray://HOST:10001, or auto on one of its nodes "
+        '(needs "cuda-llm[cluster]")',
     )
     p.add_argument("--db", help="sessions database (default: the user data folder)")
     p.add_argument(
@@ -107,6 +117,7 @@ def session_options(args: argparse.Namespace, task: str | None):
         compile_only=args.compile_only,
         arch=args.arch,
         gpu=args.gpu,
+        cluster=getattr(args, "cluster", None),
         resume=getattr(args, "resume", None),
         overrides=loop_overrides(args),
         switch_server=getattr(args, "switch_server", False),
@@ -141,21 +152,24 @@ async def run_headless(options, as_json: bool) -> int:
     else:
         print(f"session {result.session_id}: {result.status} ({result.reason})")
         if result.status == "paused":
-            print(continue_line(result.session_id, options.db, session.provider))
+            print(continue_line(result.session_id, options.db, session.provider, options.cluster))
     return {"finished": 0, "stopped": 0, "paused": EXIT_PAUSED}.get(result.status, 1)
 
 
-def continue_line(session_id: int, db: str | None, provider) -> str:
+def continue_line(session_id: int, db: str | None, provider, cluster: str | None = None) -> str:
     """What to do about a paused session. A replay that ran out of recorded replies cannot go on as
-    a replay (resuming would ask the same recording again): it goes on with a model, or not at all."""
+    a replay (resuming would ask the same recording again): it goes on with a model, or not at all.
+    Either way on the Ray cluster it judged on, if it judged on one."""
     import shlex
 
     if not provider.spec.startswith("replay:"):
-        return "continue with: " + resume_command(session_id, db, provider)
+        return "continue with: " + resume_command(session_id, db, provider, cluster)
     model = _replayed_model(provider.spec.split(":", 1)[1], db)
     words = ["cuda-llm", "run", "--resume", str(session_id), "--headless", "--model", model or "ollama:MODEL"]
     if db:
         words += ["--db", db]
+    if cluster:
+        words += ["--cluster", cluster]
     return (
         "a replay repeats the recorded requests only, and this one asked for a reply the recording does not "
         f"have; to go on with a model instead: {shlex.join(words)}"
@@ -178,8 +192,9 @@ def _replayed_model(source: str, db: str | None) -> str | None:
     return None if model.startswith("replay:") else model
 
 
-def resume_command(session_id: int, db: str | None, provider) -> str:
-    """The command that continues a session where it stopped: its database, its model server."""
+def resume_command(session_id: int, db: str | None, provider, cluster: str | None = None) -> str:
+    """The command that continues a session where it stopped: its database, its model server, the
+    Ray cluster it judged on."""
     import shlex
 
     from cuda_llm.engine.llm.spec import server_of
@@ -187,6 +202,8 @@ def resume_command(session_id: int, db: str | None, provider) -> str:
     words = ["cuda-llm", "run", "--resume", str(session_id), "--headless"]
     if db:
         words += ["--db", db]
+    if cluster:
+        words += ["--cluster", cluster]
     server = server_of(provider)
     if server:
         words += ["--host" if provider.spec.startswith("ollama:") else "--base-url", server]

@@ -23,6 +23,7 @@ from cuda_llm.engine.errors import UserError
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller, Decision, Edit
 from cuda_llm.engine.fsr.prompt import PromptBuilder, Rejection
+from cuda_llm.engine.gpu.client import GpusLost
 from cuda_llm.engine.gpu.protocol import Timing
 from cuda_llm.engine.judge.judge import Judge
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Candidate, Compiled, Judgement
@@ -111,9 +112,10 @@ class FsrLoop:
             state = await self._initial_state()
             reason = await self._rounds(state)
             status = "stopped" if reason == "stopped by the user" else "finished"
-        except (SessionPausedError, StoreError) as exc:
+        except (SessionPausedError, StoreError, GpusLost) as exc:
             # A store error here is a write that failed (disk full, read-only, locked): as with a
-            # server that is down, nothing recorded is lost and the session can be resumed.
+            # server that is down, or GPUs out of reach, nothing recorded is lost and the session
+            # can be resumed.
             with contextlib.suppress(StoreError):  # the error that ended it matters more
                 self.store.update_session(self.sid, status="paused", status_message=str(exc))
             self.emit(ev.SessionPaused(self.sid, str(exc)))

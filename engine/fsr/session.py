@@ -36,7 +36,8 @@ class SessionOptions:
     base_url: str | None = None  # OpenAI-compatible server
     compile_only: bool = False
     arch: str | None = None
-    gpu: str | None = None  # "0,1"; None: every GPU
+    gpu: str | None = None  # "0,1"; None: every GPU (with `cluster`: a GPU model, e.g. "H100")
+    cluster: str | None = None  # a Ray cluster's address (ray://HOST:10001, auto): judge on its GPUs
     resume: int | None = None
     # Settings given explicitly on the command line when resuming (others come from the session).
     overrides: dict[str, object] = field(default_factory=dict)
@@ -168,7 +169,9 @@ async def open_session(
     loop_settings.validate()
     factory = make_provider_factory(store, host, base_url)
     provider = factory(model)
-    env = environment or await open_environment(settings, options.arch, options.compile_only, options.gpu)
+    env = environment or await open_environment(
+        settings, options.arch, options.compile_only, options.gpu, options.cluster
+    )
     try:
         device = f"{env.device.name} ({env.arch})" if env.device else f"compile-only ({env.arch})"
         if options.resume is None:

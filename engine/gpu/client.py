@@ -48,6 +48,11 @@ class GpuUnavailable(UserError):
     """No usable GPU: the engine falls back to compile-only mode."""
 
 
+class GpusLost(UserError):
+    """Every GPU the judge had is out of reach (a Ray cluster went away): the session pauses, and
+    continues with --resume once they are back. Nothing recorded is lost."""
+
+
 @dataclass(frozen=True)
 class ProfileFailure:
     """Profiling as a whole failed (a program crashed the worker mid-timing)."""

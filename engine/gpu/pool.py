@@ -5,11 +5,13 @@ of the candidates, so every candidate is compared with programs timed on the sam
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import socket
 from collections.abc import Sequence
 
 from cuda_llm.engine.errors import UserError
 from cuda_llm.engine.gpu.client import GpuUnavailable, GpuWorker, ProfileFailure
-from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport, ProgramRef, ValidationReport
+from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport, ProgramRef, RanOn, ValidationReport
 from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task.model import Task
 
@@ -78,20 +80,29 @@ class GpuPool:
             return names[0] if len(names) == 1 else f"{len(names)} x {names[0]}"
         return " + ".join(names)
 
+    @staticmethod
+    def ran_on(worker: GpuWorker) -> RanOn | None:
+        info = worker.info
+        return RanOn(socket.gethostname(), worker.device_index, info.name, info.uuid) if info else None
+
     async def validate(self, task: Task, program: ProgramRef) -> ValidationReport:
         assert self._idle is not None, "start() the pool first"
         worker = await self._idle.get()
         try:
-            return await worker.validate(task, program)
+            report = await worker.validate(task, program)
         finally:
             self._idle.put_nowait(worker)
+        return dataclasses.replace(report, ran_on=self.ran_on(worker))
 
     async def profile(
         self, task: Task, programs: list[ProgramRef], worker: int = 0, library: bool = False
     ) -> ProfileReport | ProfileFailure:
         """Time on one given GPU (the Judge spreads a round's groups over `range(size)`); with
         `library`, the task's vendor-library program too."""
-        return await self.workers[worker].profile(task, programs, library)
+        report = await self.workers[worker].profile(task, programs, library)
+        if isinstance(report, ProfileReport):
+            report = dataclasses.replace(report, ran_on=self.ran_on(self.workers[worker]))
+        return report
 
     async def peaks(self, force: bool = False) -> Peaks:
         """The first GPU's ceilings (measured for every GPU, so each one's cache is warm)."""

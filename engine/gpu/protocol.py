@@ -50,6 +50,23 @@ class DeviceInfo:
 
 
 @dataclass(frozen=True)
+class RanOn:
+    """Where a job ran: the machine and the GPU on it. Recorded with every judgement, so figures from
+    different machines (a Ray cluster) are never mistaken for each other."""
+
+    node: str  # the machine's host name
+    gpu_index: int  # the GPU's number on that machine, as its driver counts them
+    gpu_name: str
+    gpu_uuid: str
+    node_id: str | None = None  # Ray's id of the node, on a cluster (host names may repeat there)
+
+    def describe(self) -> str:
+        """'NVIDIA H200 #1', and on a cluster 'NVIDIA H200 #1 on node-a'."""
+        where = f"{self.gpu_name} #{self.gpu_index}"
+        return f"{where} on {self.node}" if self.node_id else where
+
+
+@dataclass(frozen=True)
 class Peaks:
     """The roofline's two ceilings on one GPU.
 
@@ -116,6 +133,7 @@ class ValidationReport:
     elapsed_s: float = 0.0  # validation proper, in the worker
     load_s: float = 0.0  # loading the module (cuModuleLoadData), in the worker
     phases_s: dict[str, float] = field(default_factory=dict)  # where elapsed_s went (engine/gpu/phases.py)
+    ran_on: RanOn | None = None  # set by the pool that ran it (the worker does not know its node)
 
     @property
     def passed(self) -> bool:
@@ -173,6 +191,7 @@ class ProfileReport:
     # why there is no timing labelled "library" when there is none.
     library_name: str | None = None
     library_note: str | None = None
+    ran_on: RanOn | None = None  # set by the pool that ran it
 
 
 # ---- requests --------------------------------------------------------------------------------

@@ -127,11 +127,24 @@ async def sandbox_warning(compiler: CompilerPool) -> str | None:
 
 
 async def open_environment(
-    settings: Settings, arch: str | None = None, compile_only: bool = False, gpus: str | int | None = None
+    settings: Settings,
+    arch: str | None = None,
+    compile_only: bool = False,
+    gpus: str | int | None = None,
+    cluster: str | None = None,
 ) -> JudgeEnvironment:
-    """`gpus`: "0,1", a single index, or None for every visible GPU. The notice of the environment
-    says what a user should know first (compile-only, an unsandboxed compiler...)."""
-    env = await _open(settings, arch, compile_only, gpus)
+    """`gpus`: "0,1", a single index, or None for every visible GPU. `cluster`: the address of a Ray
+    cluster whose GPUs judge instead of this machine's (then `gpus` names a GPU model). The notice
+    of the environment says what a user should know first (compile-only, an unsandboxed compiler...)."""
+    if cluster and not compile_only:
+        # Imported only here: without --cluster nothing imports Ray (an optional extra).
+        from cuda_llm.engine.cluster.environment import open_cluster_environment
+
+        env: JudgeEnvironment = await open_cluster_environment(
+            settings, cluster, arch, str(gpus) if gpus is not None else None
+        )
+    else:
+        env = await _open(settings, arch, compile_only, gpus)
     warning = await sandbox_warning(env.compiler)
     if warning:
         env = dataclasses.replace(env, notice="; ".join(n for n in (warning, env.notice) if n))

@@ -21,7 +21,7 @@ from cuda_llm.engine.contract.limits import LaunchLimits, PlanError, arch_limits
 from cuda_llm.engine.contract.reply import parse_reply
 from cuda_llm.engine.contract.signature import parse_kernels
 from cuda_llm.engine.gpu.library import LIBRARY_LABEL, library_name
-from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport, Timing
+from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport, RanOn, Timing
 from cuda_llm.engine.judge.judgement import (
     BASELINE_LABEL,
     Candidate,
@@ -179,6 +179,7 @@ class Judge:
             validation=report,
             warnings=warnings,
             device=self.device.name if self.device else None,
+            ran_on=report.ran_on,
         )
 
     # ---- stage 3: Performance Profiler -------------------------------------------------------
@@ -203,7 +204,12 @@ class Judge:
             return verdict
         fig = figures(self.task, rt.baseline, self.peaks, rt.baseline, self.settings.profile.suspect_physical_share)
         return dataclasses.replace(
-            verdict, timing=rt.baseline, figures=fig, message=describe_timing(fig), device=rt.device
+            verdict,
+            timing=rt.baseline,
+            figures=fig,
+            message=describe_timing(fig),
+            device=rt.device,
+            ran_on=rt.ran_on or verdict.ran_on,
         )
 
     async def profile(
@@ -226,9 +232,13 @@ class Judge:
         judged = tuple(j for part in parts for j in part.judgements)
         anchors = {k: v for part in parts for k, v in part.anchors.items()}
         notes = tuple(n for part in parts for n in part.notes)
+        # GPUs a cluster lost or got back since the last round (engine/cluster/pool.py).
+        take_events = getattr(self.gpu, "take_events", None)
+        if take_events is not None:
+            notes += tuple(take_events())
         first = parts[0]
         phases = tuple(p for part in parts for p in part.profile_phases_s)
-        return RoundTiming(first.device, first.baseline, judged, notes, anchors, first.anchor, phases)
+        return RoundTiming(first.device, first.baseline, judged, notes, anchors, first.anchor, phases, first.ran_on)
 
     async def _profile_group(
         self,
@@ -275,19 +285,31 @@ class Judge:
             notes.append(outcome.throttle_note)
         if outcome.busy_note:
             notes.append(outcome.busy_note)
-        where = outcome.device if worker is None else f"{outcome.device} #{worker}"
-        judged = [self._with_timing(j, by_label.get(label), base_t, where) for label, (_c, j) in pending.items()]
+        ran_on = outcome.ran_on
+        if ran_on is not None and ran_on.node_id is not None:
+            where = ran_on.describe()  # on a cluster: the GPU and its node, wherever the group ended up
+        else:
+            where = outcome.device if worker is None else f"{outcome.device} #{worker}"
+        judged = [
+            self._with_timing(j, by_label.get(label), base_t, where, ran_on) for label, (_c, j) in pending.items()
+        ]
         anchor_j = None
         if anchor is not None:
-            anchor_j = self._with_timing(anchor[1], by_label.get(anchor[1].label), base_t, where)
+            anchor_j = self._with_timing(anchor[1], by_label.get(anchor[1].label), base_t, where, ran_on)
         anchors = {j.label: anchor_j.timing for j in judged if anchor_j is not None and anchor_j.timing is not None}
         judged.extend(crashed.values())
-        return RoundTiming(outcome.device, base_t, tuple(judged), tuple(notes), anchors, anchor_j, (outcome.phases_s,))
+        return RoundTiming(
+            outcome.device, base_t, tuple(judged), tuple(notes), anchors, anchor_j, (outcome.phases_s,), ran_on
+        )
 
-    def _with_timing(self, j: Judgement, t: Timing | None, base_t: Timing | None, where: str) -> Judgement:
+    def _with_timing(
+        self, j: Judgement, t: Timing | None, base_t: Timing | None, where: str, ran_on: RanOn | None = None
+    ) -> Judgement:
         if t is None or t.fault is not None:
             msg = t.fault.message if t and t.fault else "no timing"
-            return dataclasses.replace(j, status="launch_error", message=f"timing failed: {msg}")
+            return dataclasses.replace(
+                j, status="launch_error", message=f"timing failed: {msg}", ran_on=ran_on or j.ran_on
+            )
         fig = figures(self.task, t, self.peaks, base_t, self.settings.profile.suspect_physical_share)
         status: Status = j.status if j.status != "suspect" else "correct"
         warnings = tuple(w for w in j.warnings if not w.startswith("measured "))
@@ -299,7 +321,14 @@ class Judge:
                 status = "suspect"
                 warnings += (fig.suspect,)
         return dataclasses.replace(
-            j, status=status, message=message, timing=t, figures=fig, warnings=warnings, device=where
+            j,
+            status=status,
+            message=message,
+            timing=t,
+            figures=fig,
+            warnings=warnings,
+            device=where,
+            ran_on=ran_on or j.ran_on,
         )
 
     # ---- the vendor library, a second yardstick -------------------------------------------------

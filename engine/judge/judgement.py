@@ -8,7 +8,7 @@ from typing import Literal
 
 from cuda_llm.engine.compile.result import CompileResult
 from cuda_llm.engine.contract.plan import BoundPlan, LaunchPlan
-from cuda_llm.engine.gpu.protocol import ProgramRef, Timing, ValidationReport
+from cuda_llm.engine.gpu.protocol import ProgramRef, RanOn, Timing, ValidationReport
 from cuda_llm.engine.judge.metrics import Figures
 
 Status = Literal[
@@ -62,6 +62,8 @@ class Judgement:
     figures: Figures | None = None
     warnings: tuple[str, ...] = ()
     device: str | None = None
+    # The machine and GPU its last GPU stage (validation, or timing) ran on; None without a GPU.
+    ran_on: RanOn | None = None
 
     @property
     def failed(self) -> bool:
@@ -86,6 +88,7 @@ class RoundTiming:
     anchor: Judgement | None = None  # the anchor's judgement from the first GPU's session
     # Where each GPU's profiling job spent its time (ProfileReport.phases_s), one entry per GPU.
     profile_phases_s: tuple[dict[str, float], ...] = ()
+    ran_on: RanOn | None = None  # where the first GPU's session (the one `baseline` comes from) ran
 
 
 @dataclass(frozen=True)

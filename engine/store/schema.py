@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _V1 = """
 CREATE TABLE sessions (
@@ -78,6 +79,34 @@ ALTER TABLE sessions ADD COLUMN environment_json TEXT;
 """
 
 
+# v4: the machine and GPU each candidate was judged on (its last GPU stage), as columns a query can
+# group by: on a Ray cluster one session's candidates run on many machines. Earlier candidates were
+# judged on the machine that ran their session; their GPU is the one their judgement names.
+_V4 = """
+ALTER TABLE candidates ADD COLUMN node TEXT;
+ALTER TABLE candidates ADD COLUMN gpu TEXT
+"""
+
+
+def _backfill_v4(db: sqlite3.Connection) -> None:
+    rows = db.execute(
+        "SELECT c.id, c.judgement_json, s.owner_host FROM candidates c JOIN sessions s ON s.id = c.session_id "
+        "WHERE c.judgement_json IS NOT NULL"
+    ).fetchall()
+    for row_id, judgement_json, host in rows:
+        try:
+            device = json.loads(judgement_json).get("device")
+        except (ValueError, AttributeError):
+            device = None
+        if device:  # judged on a GPU (compile-only judgements name none)
+            db.execute("UPDATE candidates SET node = ?, gpu = ? WHERE id = ?", (host, device, row_id))
+
+
+def _v4(db: sqlite3.Connection) -> None:
+    _statements(_V4)(db)
+    _backfill_v4(db)
+
+
 def _statements(script: str) -> Callable[[sqlite3.Connection], None]:
     # Statement by statement: executescript() would commit on its own, outside the migration's
     # transaction, and a half-applied migration must roll back as a whole.
@@ -93,4 +122,5 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _statements(_V1),
     2: _statements(_V2),
     3: _statements(_V3),
+    4: _v4,
 }

@@ -91,6 +91,8 @@ class CandidateRecord:
     judgement: Judgement | None
     decision: str | None
     decision_reason: str | None
+    node: str | None = None  # the machine its last GPU stage ran on (None: not run on a GPU)
+    gpu: str | None = None  # and the GPU there: "NVIDIA H200 #1"
 
     @property
     def key(self) -> RequestKey:
@@ -444,6 +446,9 @@ class SessionStore:
     ) -> None:
         median = judgement.timing.median_us if judgement.timing else None
         payload = json.dumps(serialize.dump(judgement))
+        ran_on = judgement.ran_on
+        node = ran_on.node if ran_on else None
+        gpu = f"{ran_on.gpu_name} #{ran_on.gpu_index}" if ran_on else judgement.device
         with self._tx() as db:
             exists = db.execute(
                 "SELECT 1 FROM candidates WHERE session_id=? AND label=?", (session_id, judgement.label)
@@ -451,13 +456,15 @@ class SessionStore:
             if exists:
                 db.execute(
                     "UPDATE candidates SET status=?, message=?, median_us=?, judgement_json=?, "
-                    "judged_at=? WHERE session_id=? AND label=?",
+                    "judged_at=?, node=?, gpu=? WHERE session_id=? AND label=?",
                     (
                         judgement.status,
                         judgement.message,
                         median,
                         payload,
                         time.time(),
+                        node,
+                        gpu,
                         session_id,
                         judgement.label,
                     ),
@@ -466,8 +473,8 @@ class SessionStore:
                 key = key or RequestKey(0, 0, 0)
                 db.execute(
                     "INSERT INTO candidates (session_id, label, round, attempt, slot, origin, status, "
-                    "message, median_us, judgement_json, created_at, judged_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "message, median_us, judgement_json, created_at, judged_at, node, gpu) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         session_id,
                         judgement.label,
@@ -481,6 +488,8 @@ class SessionStore:
                         payload,
                         time.time(),
                         time.time(),
+                        node,
+                        gpu,
                     ),
                 )
 
@@ -523,6 +532,8 @@ class SessionStore:
                     else None,
                     decision=r["decision"],
                     decision_reason=r["decision_reason"],
+                    node=_column(r, "node"),
+                    gpu=_column(r, "gpu"),
                 )
             )
         return out

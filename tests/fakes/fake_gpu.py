@@ -189,3 +189,41 @@ def fake_environment(gpu: FakeGpu | None = None, workers: int = 1) -> JudgeEnvir
     gpu = gpu or FakeGpu()
     compiler = CompilerPool(Settings().compile, workers=workers)
     return JudgeEnvironment(compiler, gpu, gpu.info, gpu.peaks_value, "sm_90", None)  # type: ignore[arg-type]
+
+
+@dataclass
+class OneJobAtATime(FakeGpu):
+    """A fake GPU that serves one request at a time, as the real worker process does: what a GPU's
+    actor on a cluster holds (a second job sent to it waits on its node)."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def validate(self, task: Task, program: ProgramRef) -> ValidationReport:
+        async with self.lock:
+            return await super().validate(task, program)
+
+    async def profile(self, task: Task, programs: list[ProgramRef], library: bool = False) -> ProfileReport:
+        async with self.lock:
+            return await super().profile(task, programs, library)
+
+
+@dataclass(frozen=True)
+class FakeGpuFactory:
+    """Makes a FakeGpu where the GPU worker would start: pass it as `worker_factory` to the cluster's
+    actors (engine/cluster) and each actor judges with a fake on its node. Each fake gets a uuid of
+    its own (the node's id and the actor's process), as real GPUs have."""
+
+    delay_s: float = 0.0
+    baseline_us: float = BASELINE_US
+    name: str = FAKE_DEVICE.name
+
+    def __call__(self, device_index: int, settings: Settings, log_dir: object = None) -> OneJobAtATime:
+        import dataclasses
+        import os
+
+        import ray
+
+        node = ray.get_runtime_context().get_node_id()[:12]
+        uuid = f"GPU-fake-{node}-{os.getpid()}"
+        info = dataclasses.replace(FAKE_DEVICE, index=device_index, name=self.name, uuid=uuid)
+        return OneJobAtATime(delay_s=self.delay_s, baseline_us=self.baseline_us, info=info)

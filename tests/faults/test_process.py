@@ -403,6 +403,8 @@ async def make_v1_database(tmp_path, server) -> Path:
         con.execute("DROP INDEX candidates_by_session")
         for column in ("owner_pid", "owner_host", "tokens_used", "server", "environment_json"):
             con.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
+        for column in ("node", "gpu"):
+            con.execute(f"ALTER TABLE candidates DROP COLUMN {column}")
         con.execute("PRAGMA user_version = 1")
         con.commit()
     finally:

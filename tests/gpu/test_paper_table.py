@@ -59,6 +59,10 @@ def test_the_table_on_the_gpu(steps):
         assert (rows[task]["best_label"], rows[task]["best_round"]) in (found, ("baseline", None)), rows[task]
     assert "geometric mean speedup over the tasks that improved" in text
     assert "on this GPU" in text and "not validated" not in text
+    # One GPU of one machine: the header names it, no GPU column, one summary (of that GPU's model).
+    doc = json.loads((out / "first" / "bench.json").read_text())
+    assert "| GPU |" not in text and doc["summaries"] == [doc["summary"]]
+    assert doc["summary"]["gpu"] == rows["dot_product"]["environment"]["gpu"]["name"]
 
 
 def test_a_rerun_and_compare_reproduce_it(steps):

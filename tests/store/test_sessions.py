@@ -1,5 +1,6 @@
 """The sessions database: round trips, no duplicates, migrations, refusals, ownership."""
 
+import dataclasses
 import json
 import sqlite3
 
@@ -8,7 +9,7 @@ import pytest
 from cuda_llm.engine import serialize
 from cuda_llm.engine.compare import Mismatch
 from cuda_llm.engine.contract.plan import parse_plan
-from cuda_llm.engine.gpu.protocol import CaseReport, Timing, ValidationReport
+from cuda_llm.engine.gpu.protocol import CaseReport, RanOn, Timing, ValidationReport
 from cuda_llm.engine.judge.judgement import Candidate, Judgement
 from cuda_llm.engine.llm.base import Completion, GenerateOptions, Message, RequestKey
 from cuda_llm.engine.settings import LoopSettings
@@ -125,6 +126,51 @@ def test_older_schema_is_migrated(tmp_path):
         assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         rec = store.session(1)
         assert rec.task == "t" and rec.tokens_used == 0 and rec.owner_pid is None
+        assert store.integrity_ok()
+    finally:
+        store.close()
+
+
+def test_where_a_candidate_ran_is_recorded_and_queryable(store):
+    sid = new_session(store)
+    ran_on = RanOn("node-b", 3, "NVIDIA H100 80GB HBM3", "GPU-1234", node_id="c0ffee")
+    store.record_judgement(sid, dataclasses.replace(judgement(), ran_on=ran_on), RequestKey(1, 0, 0))
+    store.record_judgement(sid, judgement("r1-2", "compile_error"), RequestKey(1, 0, 1))
+    rows = {r.label: r for r in store.candidates(sid)}
+    assert rows["r1-1"].judgement.ran_on == ran_on
+    assert (rows["r1-1"].node, rows["r1-1"].gpu) == ("node-b", "NVIDIA H100 80GB HBM3 #3")
+    assert (rows["r1-2"].node, rows["r1-2"].gpu) == (None, None), "never ran on a GPU"
+    grouped = store.db.execute("SELECT node, COUNT(*) FROM candidates WHERE node IS NOT NULL GROUP BY node").fetchall()
+    assert [tuple(g) for g in grouped] == [("node-b", 1)]
+
+
+def test_v3_candidates_gain_the_machine_and_gpu_they_were_judged_on(tmp_path):
+    path = tmp_path / "v3.db"
+    db = sqlite3.connect(path)
+    for version in (1, 2, 3):
+        MIGRATIONS[version](db)
+    db.execute("PRAGMA user_version = 3")
+    db.execute(
+        "INSERT INTO sessions (created_at, updated_at, task, task_folder, task_fingerprint, model, settings_json, "
+        "device, arch, status, owner_host) VALUES (1, 1, 't', '/t', 'f', 'm', ?, 'd', 'sm_90', 'finished', 'gpu-box')",
+        (json.dumps(serialize.dump(LoopSettings())),),
+    )
+    on_gpu = dataclasses.replace(judgement(), device="NVIDIA H200 #1")
+    compiled_only = judgement("r1-2", "compiled")
+    for j in (on_gpu, compiled_only):
+        db.execute(
+            "INSERT INTO candidates (session_id, label, round, attempt, slot, origin, status, judgement_json, "
+            "created_at) VALUES (1, ?, 1, 0, 0, 'model', ?, ?, 1)",
+            (j.label, j.status, json.dumps(serialize.dump(j))),
+        )
+    db.commit()
+    db.close()
+    store = SessionStore(path)
+    try:
+        rows = {r.label: r for r in store.candidates(1)}
+        assert (rows["r1-1"].node, rows["r1-1"].gpu) == ("gpu-box", "NVIDIA H200 #1")
+        assert (rows["r1-2"].node, rows["r1-2"].gpu) == (None, None)
+        assert rows["r1-1"].judgement.ran_on is None, "older judgements load as they were"
         assert store.integrity_ok()
     finally:
         store.close()

@@ -1,0 +1,29 @@
+"""Judging on every GPU of a Ray cluster (`--cluster ADDRESS`).
+
+One long-lived Ray actor per GPU wraps today's GPU worker process (engine/gpu/client.py), so a
+sticky CUDA error or a hung kernel still kills and restarts only that process. Task folders travel
+through Ray's object store, compiled cubins with each request; nothing relies on a shared
+filesystem. Ray is an optional extra (`pip install "cuda-llm[cluster]"`): nothing outside this
+package imports it, and this package is imported only when a cluster is asked for.
+
+    connection.py   connecting to the cluster; what it offers (nodes, GPUs)
+    bundle.py       a task folder packed for the object store, unpacked on a node
+    actors.py       the actor that owns one GPU's worker process; the compiler actor
+    fleet.py        starting one actor per GPU; refusing nodes that cannot judge
+    pool.py         the GpuPool interface over the actors; faults re-queue, lost GPUs come back
+    compiler.py     compiling on the driver, overflow to compiler actors on the cluster's CPUs
+    environment.py  the JudgeEnvironment a session judges in
+    bench.py        `bench --cluster`: each task's session on a GPU of its own
+    doctor.py       what `doctor --cluster` reports
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+
+def ray_missing() -> str | None:
+    """None when Ray can be imported, else the one line that says how to get it (Ray is not imported)."""
+    if importlib.util.find_spec("ray") is None:
+        return 'Ray is not installed: --cluster needs it (pip install "cuda-llm[cluster]")'
+    return None

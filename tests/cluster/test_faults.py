@@ -1,0 +1,169 @@
+"""Faults on a real local Ray cluster: a node lost in the middle of a round loses and duplicates
+nothing, and a cluster that goes away pauses the session with one line, resumable on another."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import socket
+import sqlite3
+from collections import Counter
+
+import pytest
+from fakes.fake_gpu import FakeGpuFactory
+from ray_nodes import require_ray, start_cluster
+from scripted import chunked, reply
+from session_driver import Recorder, options, run_session
+
+from cuda_llm.engine.cluster.environment import open_cluster_environment
+from cuda_llm.engine.cluster.settings import ClusterSettings
+from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.settings import Settings
+
+QUIET = ClusterSettings(remote_compilers=0, revive_poll_s=0.5, lost_grace_s=20.0)
+LABELS = [f"r1-{i}" for i in range(1, 9)]
+
+
+def judged_rows(db) -> list[tuple[str, str | None, str | None]]:
+    con = sqlite3.connect(db)
+    try:
+        query = "SELECT label, status, node FROM candidates WHERE label LIKE 'r1-%' ORDER BY label"
+        return con.execute(query).fetchall()
+    finally:
+        con.close()
+
+
+def replies(db) -> list[str]:
+    con = sqlite3.connect(db)
+    try:
+        return [r[0] for r in con.execute("SELECT label FROM candidates WHERE reply IS NOT NULL AND label LIKE 'r1-%'")]
+    finally:
+        con.close()
+
+
+async def run_and_strike(tmp_path, llm_server, address: str, strike, candidates: int, cluster_settings=QUIET):
+    """A one-round session of `candidates` on the cluster's (fake, 1.5 s a job) GPUs, with `strike`
+    run while they validate. Returns (the result, every event, the pool)."""
+    llm_server.default = chunked(reply())
+    env = await open_cluster_environment(
+        Settings(), address, worker_factory=FakeGpuFactory(delay_s=1.5), cluster=cluster_settings
+    )
+    recorder = Recorder()
+    hook = kill_when_validating(recorder, strike)
+    result, _ = await run_session(
+        options(tmp_path, "ollama:loop-model", candidates=candidates, rounds=1),
+        host=llm_server.url,
+        environment=env,
+        recorder=hook,  # type: ignore[arg-type]
+    )
+    await asyncio.gather(*hook.fired)  # type: ignore[attr-defined]
+    return result, recorder, env.gpu
+
+
+def kill_when_validating(recorder: Recorder, action) -> Recorder:
+    """Run `action` (in a thread) half a second after the first candidate compiles: every GPU is
+    then in the middle of a validation."""
+    fired = []
+
+    def on_event(event: ev.Event) -> None:
+        recorder(event)
+        if not fired and isinstance(event, ev.CandidateJudged) and event.stage == "compiled":
+            fired.append(asyncio.get_running_loop().create_task(later()))
+
+    async def later() -> None:
+        await asyncio.sleep(0.5)
+        await asyncio.to_thread(action)
+
+    on_event.fired = fired  # type: ignore[attr-defined]
+    return on_event  # type: ignore[return-value]
+
+
+async def test_a_node_lost_mid_round_loses_and_duplicates_nothing(tmp_path, llm_server):
+    require_ray()
+    cluster = start_cluster(3)
+    try:
+        victim = next(n for n in cluster.worker_nodes)
+
+        def strike() -> None:
+            cluster.remove_node(victim, allow_graceful=False)
+
+        result, recorder, pool = await run_and_strike(tmp_path, llm_server, cluster.address, strike, candidates=8)
+    finally:
+        cluster.shutdown()
+    assert result.status == "finished", result.reason
+    assert pool.requeued >= 1, "the lost node held a validation, and it ran again elsewhere"
+    validated = Counter(e.judgement.label for e in recorder.of(ev.CandidateJudged) if e.stage == "validated")
+    assert validated == Counter(LABELS), "every candidate judged exactly once"
+    profiled = [
+        e.judgement for e in recorder.of(ev.CandidateJudged) if e.stage == "profiled" and e.judgement.label in LABELS
+    ]
+    assert sorted(j.label for j in profiled) == LABELS and all(j.status == "correct" for j in profiled)
+    assert victim.node_id not in {j.ran_on.node_id for j in profiled}, "nothing timed on the lost node"
+    notices = [e.message for e in recorder.of(ev.Notice)]
+    assert any(" lost: " in n or " gone: " in n for n in notices), f"the loss was said: {notices}"
+    rows = judged_rows(tmp_path / "sessions.db")
+    assert [r[0] for r in rows] == LABELS and all(r[1] == "correct" and r[2] for r in rows)
+
+
+async def test_with_every_gpu_out_of_reach_the_session_pauses_after_the_grace(tmp_path, llm_server):
+    require_ray()
+    cluster = start_cluster(2, head_gpus=0)  # the head stays; the only GPU machine goes
+    try:
+        gpu_node = cluster.worker_nodes.copy().pop()
+
+        def strike() -> None:
+            cluster.remove_node(gpu_node, allow_graceful=False)
+
+        settings = dataclasses.replace(QUIET, lost_grace_s=3.0)
+        result, _, _ = await run_and_strike(tmp_path, llm_server, cluster.address, strike, 2, settings)
+    finally:
+        cluster.shutdown()
+    assert result.status == "paused"
+    assert "no GPU of the session answered for 3 s" in result.reason and "\n" not in result.reason
+    rows = judged_rows(tmp_path / "sessions.db")
+    assert [r[1] for r in rows] == [None, None], "the candidates in flight wait, unjudged, for the resume"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_a_cluster_that_goes_away_pauses_the_session_and_it_resumes(tmp_path, llm_server):
+    require_ray()
+    port = free_port()
+    cluster = start_cluster(2, client_port=port)
+    address = f"ray://127.0.0.1:{port}"  # a Ray client, as from a workstation outside the cluster
+    try:
+        result, _, _ = await run_and_strike(tmp_path, llm_server, address, cluster.shutdown, candidates=8)
+    finally:
+        cluster.shutdown()
+    assert result.status == "paused"
+    assert "\n" not in result.reason and result.reason.startswith(f"lost the Ray cluster at {address}")
+    at_pause = {label: status for label, status, _node in judged_rows(tmp_path / "sessions.db")}
+    replied = set(replies(tmp_path / "sessions.db"))
+    assert any(at_pause.get(label) is None for label in replied), "the candidates in flight wait for the resume"
+
+    # Another cluster (the same one, restarted, would do as well): the session goes on from there.
+    cluster = start_cluster(2)
+    try:
+        env = await open_cluster_environment(
+            Settings(), cluster.address, worker_factory=FakeGpuFactory(), cluster=QUIET
+        )
+        opts = options(tmp_path, "ollama:loop-model", candidates=8, rounds=1)
+        resumed = dataclasses.replace(opts, resume=result.session_id)
+        served = len(llm_server.chat_requests)
+        again, rec = await run_session(resumed, host=llm_server.url, environment=env)
+    finally:
+        cluster.shutdown()
+    assert again.status == "finished", again.reason
+    asked = len(llm_server.chat_requests) - served
+    assert asked == len(set(LABELS) - replied), "only the replies not recorded before the pause are asked for"
+    judged_now = Counter(e.judgement.label for e in rec.of(ev.CandidateJudged) if e.stage == "validated")
+    assert all(judged_now[label] == 1 for label in LABELS)
+    rows = judged_rows(tmp_path / "sessions.db")
+    assert [r[0] for r in rows] == LABELS and all(r[1] == "correct" for r in rows)
+
+
+pytestmark = pytest.mark.slow
