@@ -419,9 +419,10 @@ class SessionView:
                 self.best_by_round.append((r, float(best_us)))
         self.best_label, self.best = e.best.label, e.best
         self.tokens_used = e.tokens_used
-        self._say(
-            f"restored {len(e.rounds)} recorded round(s) and {len(e.candidates)} candidate(s); best {e.best.label}"
-        )
+        if e.rounds or e.candidates:
+            self._say(
+                f"restored {len(e.rounds)} recorded round(s) and {len(e.candidates)} candidate(s); best {e.best.label}"
+            )
         if self.candidates:
             self._follow(next(reversed(self.candidates)))
         return {TREE, LATENCY, STATUS, LOG} | set(FOCUSED)

@@ -268,11 +268,15 @@ class RunScreen(Screen[None]):
         if tabs.active != f"tab-{pane}":
             tabs.active = f"tab-{pane}"
 
-    def _focus_pane(self, pane: str) -> None:
-        """Focus the pane's main widget (it is displayed by now: this runs after a refresh)."""
+    def _focus_pane(self, pane: str, settled: bool = False) -> None:
+        """Focus the pane's main widget (a pane without one: the first focusable widget in it,
+        once the layout has been refreshed and it is in the focus chain)."""
         target = self.panes[pane]
         focus = getattr(target, "focus_target", None)
         widget = focus() if callable(focus) else None
+        if widget is None and not settled:
+            self.call_after_refresh(self._focus_pane, pane, True)
+            return
         if widget is None:
             widget = next((w for w in self.focus_chain if target in w.ancestors_with_self), None)
         if widget is not None and widget is not self.focused:
@@ -293,12 +297,11 @@ class RunScreen(Screen[None]):
     def action_pane(self, pane: str) -> None:
         """Show a pane (its tab below 140x40) and put the focus in it, in either layout."""
         self._show_pane(pane)
-        self.call_after_refresh(self._focus_pane, pane)
+        self._focus_pane(pane)
 
     def _step_pane(self, step: int) -> None:
         order = [p for p, _ in PANES]
-        current = self._pane_of(self.focused) or self.active_pane
-        self.action_pane(order[(order.index(current) + step) % len(order)])
+        self.action_pane(order[(order.index(self.active_pane) + step) % len(order)])
 
     def action_next_pane(self) -> None:
         self._step_pane(1)

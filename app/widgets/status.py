@@ -82,7 +82,9 @@ def status_text(
         )
     if state == "paused":
         return (
-            f"‖ paused: {view.state_reason} · {k['resume']} goes on · {k['settings']} changes the model{best_part}",
+            f"‖ paused: {view.state_reason} · {k['resume']} goes on · {k['settings']} changes the model"
+            + best_part
+            + auto,
             "paused",
         )
     if state in ("finished", "stopped"):
@@ -111,7 +113,9 @@ class StatusLine(Static):
         for cls in ("opening", "awaiting", "paused", "ended", "failed", "running"):
             self.set_class(cls == state, f"-{cls}")
         out = plain(text)
-        if view.error and state != "failed":
+        # The last error, unless the state's own words already give it (a pause for it).
+        said = view.error and (view.error in text or view.error.partition(": ")[2] in text)
+        if view.error and state != "failed" and not said:
             out.append_text(plain(f"\n✗ {view.error}", style="bold"))
         set_text(self, out)
 
