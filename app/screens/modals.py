@@ -307,6 +307,10 @@ class SettingsScreen(ModalScreen[SettingsChange | None]):
         self.dismiss(None)
 
 
+# From this terminal width the help has a column for each part; below it, two.
+HELP_WIDE = 120
+
+
 class HelpScreen(ModalScreen[None]):
     """Every key of the screen below, with what it does and the id that moves it in the config."""
 
@@ -323,17 +327,10 @@ class HelpScreen(ModalScreen[None]):
         self.rows = rows
 
     def compose(self) -> ComposeResult:
-        table = Table(box=None, expand=True, padding=(0, 1), show_edge=False)
-        table.add_column("key", no_wrap=True, style="bold")
-        table.add_column("action", no_wrap=True)
-        table.add_column("what it does", ratio=1)
-        table.add_column(plain("[keys] id"), no_wrap=True, style="dim")
-        for row in self.rows:
-            table.add_row(*(plain(cell) for cell in row))
         with Vertical(classes="dialog", id="help-dialog"):
             yield Label(self.title_text, classes="dialog-title")
             with VerticalScroll(id="help-scroll"):
-                yield Static(table, id="help-keys")
+                yield Static(self._table(self.app.size.width >= HELP_WIDE), id="help-keys")
             yield Static(
                 plain(
                     "Ctrl+P: every action, searchable. Move a key in the config file's [keys] table by its "
@@ -341,6 +338,27 @@ class HelpScreen(ModalScreen[None]):
                 ),
                 id="help-footnote",
             )
+
+    def _table(self, wide: bool) -> Table:
+        """Four columns where there is room; else the key, and what it does with its id under it."""
+        table = Table(box=None, expand=True, padding=(0, 1), show_edge=False)
+        table.add_column("key", no_wrap=True, style="bold")
+        if wide:
+            table.add_column("action", no_wrap=True)
+            table.add_column("what it does", ratio=1)
+            table.add_column(plain("[keys] id"), no_wrap=True, style="dim")
+            for row in self.rows:
+                table.add_row(*(plain(cell) for cell in row))
+            return table
+        table.add_column("what it does", ratio=1)
+        for key, action, what, ids in self.rows:
+            text = plain(action, style="bold")
+            if what:
+                text.append_text(plain(f": {what}"))
+            if ids:
+                text.append_text(plain(f"\n[keys] {ids}", style="dim"))
+            table.add_row(plain(key), text)
+        return table
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -123,17 +123,18 @@ class RunScreen(Screen[None]):
             Binding(str(i + 1), f"pane('{pane}')", title, show=False, id=f"run.pane{i + 1}")
             for i, (pane, title) in enumerate(PANES)
         ),
-        # F-keys: the same actions for terminals that pass them; priority, so they act anywhere.
-        Binding("f1", "help", "Help", show=False, priority=True),
-        Binding("f2", "accept", "Accept", show=False, priority=True),
-        Binding("f3", "reject", "Reject", show=False, priority=True),
-        Binding("f4", "edit", "Edit", show=False, priority=True),
-        Binding("f5", "pause", "Pause", show=False, priority=True),
-        Binding("f5", "resume", "Resume", show=False, priority=True),
+        # F-keys: the same actions for terminals that pass them; priority, so they act anywhere. The
+        # footer shows one key an action: the letter, or the F-key where a text field takes letters.
+        Binding("f1", "help", "Help", priority=True),
+        Binding("f2", "accept", "Accept", priority=True),
+        Binding("f3", "reject", "Reject", priority=True),
+        Binding("f4", "edit", "Edit", priority=True),
+        Binding("f5", "pause", "Pause", priority=True),
+        Binding("f5", "resume", "Resume", priority=True),
         Binding("f6", "auto_accept", "Auto-accept", show=False, priority=True),
         Binding("f7", "settings", "Model/N/D", show=False, priority=True),
-        Binding("f8", "stop", "Stop", show=False, priority=True),
-        Binding("f9", "follow", "Follow", show=False, priority=True),
+        Binding("f8", "stop", "Stop", priority=True),
+        Binding("f9", "follow", "Follow", priority=True),
     ]
     ACTION_HELP: ClassVar[dict[str, str]] = {
         "help": "this list",
@@ -532,7 +533,7 @@ class RunScreen(Screen[None]):
     # ---- actions ---------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         view = self.view
-        live = view.running and view.state != "opening"
+        live = view.running and view.state != "opening" and not view.stopping
         paused = view.state == "paused" or self.pause_requested
         if action in ("accept", "reject"):
             return view.awaiting is not None

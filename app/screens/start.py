@@ -65,7 +65,8 @@ def _int(text: str, name: str, low: int, high: int | None = None) -> int:
 class StartScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         # Letters (not in a text field: there they type), shown in the footer when they apply and
-        # movable by the config's [keys] table; the F-keys beside them for terminals that pass them.
+        # movable by the config's [keys] table; the F-keys beside them for terminals that pass them
+        # (the footer shows them where a text field takes the letters).
         Binding("s", "start", "Start", id="start.start"),
         Binding("r", "resume", "Resume", id="start.resume"),
         Binding("l", "sessions", "Sessions", id="start.sessions"),
@@ -73,11 +74,11 @@ class StartScreen(Screen[None]):
         Binding("slash", "filter", "Filter", key_display="/", id="start.filter"),
         Binding("question_mark", "help", "Help", key_display="?", id="start.help"),
         Binding("q", "quit", "Quit", id="start.quit"),
-        Binding("f1", "help", "Help", show=False, priority=True),
-        Binding("f2", "new", "New session", show=False, priority=True),
-        Binding("f3", "sessions", "Sessions", show=False, priority=True),
-        Binding("f5", "start", "Start", show=False, priority=True),
-        Binding("f6", "resume", "Resume", show=False, priority=True),
+        Binding("f1", "help", "Help", priority=True),
+        Binding("f2", "new", "New session", priority=True),
+        Binding("f3", "sessions", "Sessions", priority=True),
+        Binding("f5", "start", "Start", priority=True),
+        Binding("f6", "resume", "Resume", priority=True),
     ]
     ACTION_HELP: ClassVar[dict[str, str]] = {
         "help": "this list",
@@ -194,7 +195,10 @@ class StartScreen(Screen[None]):
     def fill_tasks(self, filter_text: str = "") -> None:
         options = self.query_one("#task-list", OptionList)
         wanted = filter_text.strip().lower()
-        rows = [t for t in self.tasks if not wanted or wanted in t.name.lower() or wanted in t.summary.lower()]
+        # Tasks whose name holds the text first (typing "vector" finds vector_add before the
+        # dot product "of two float32 vectors"), then those whose summary does.
+        named = [t for t in self.tasks if wanted in t.name.lower()]
+        rows = named + [t for t in self.tasks if t not in named and wanted in t.summary.lower()]
         highlighted = self.selected_task() or self.config.task
         options.clear_options()
         width = max((len(t.name) for t in rows), default=10)

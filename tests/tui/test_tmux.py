@@ -96,12 +96,24 @@ def test_resizing_a_live_run_never_loses_a_pane(tmp_path, llm_server):
         tmux.start(app_command(args, _env(tmp_path, llm_server.url)), (80, 24))
         tmux.wait_for(["streaming"], START_S, "the first reply streaming")
         bars = set()
-        for _cycle in range(CYCLES):
+        for cycle in range(CYCLES):
+            if cycle == CYCLES // 2:  # a dialog open while the sizes change: the screen under it follows
+                tmux.keys("?")
+                tmux.wait_for(["Run screen keys"], KEY_S, "the help")
             for size in SIZES:
                 tmux.resize(*size)
+                if cycle == CYCLES // 2:
+                    tmux.wait_for(["Run screen keys"], LAYOUT_S, f"the help at {size}")
+                    continue
                 screen = tmux.wait_until(lambda s, size=size: laid_out_for(s, size), LAYOUT_S, f"the layout for {size}")
                 assert "Traceback" not in screen and "NoMatches" not in screen
                 bars.add(screen.splitlines()[0][-40:])
+            if cycle == CYCLES // 2:
+                tmux.keys("Escape")
+                tmux.wait_until(lambda s: laid_out_for(s, SIZES[-1]), LAYOUT_S, "the run screen after the help")
+        # A zoomed pane: split the window (the app gets half of it), zoom in and out, close the split.
+        tmux.zoom()
+        tmux.wait_until(lambda s: laid_out_for(s, SIZES[-1]), LAYOUT_S, "the layout after a zoom")
         assert not tmux.dead(), tmux.screen()
         assert len(bars) > 3, f"the telemetry bar did not change: {bars}"
         assert len(llm_server.chat_requests) > 4, "the session did not go on while the sizes changed"

@@ -1,8 +1,9 @@
 """`cuda-llm` for the terminal tests and benchmarks: the real launcher and app, except that where the
 machine has no NVML device the telemetry bar is fed a sample that changes every second (so the
-telemetry timer writes to the screen all the time, as on a GPU machine).
+telemetry timer writes to the screen all the time, as on a GPU machine), and, asked for, the fake GPU
+runner judges the candidates (decisions and timings without a GPU).
 
-    python tests/tui/tmux_app.py [cuda-llm arguments]
+    python tests/tui/tmux_app.py [--fake-gpu] [cuda-llm arguments]
 """
 
 from __future__ import annotations
@@ -50,6 +51,25 @@ class ChangingTelemetry:
         )
 
 
+FAKE_GPU = "--fake-gpu"
+
+
+def use_the_fake_gpu() -> None:
+    sys.path[:0] = [str(ROOT / "tests")]
+    from fakes.fake_gpu import FakeGpu, fake_environment
+
+    gpu = FakeGpu(delay_s=0.2, library_us=35.0)
+
+    async def environment(self, options):
+        return fake_environment(gpu)
+
+    app_module.CudaLlmApp.open_environment = environment  # type: ignore[method-assign]
+
+
 if __name__ == "__main__":
+    argv = sys.argv[1:]
     app_module.NvmlSampler = ChangingTelemetry  # type: ignore[assignment,misc]
-    sys.exit(main(sys.argv[1:]))
+    if FAKE_GPU in argv:
+        argv.remove(FAKE_GPU)
+        use_the_fake_gpu()
+    sys.exit(main(argv))

@@ -90,10 +90,11 @@ class Tmux:
         deadline = time.monotonic() + timeout
         screen = ""
         while time.monotonic() < deadline:
+            dead = self.dead()  # before the screen: what the screen shows then is final
             screen = self.screen(escapes)
             if ok(screen):
                 return screen
-            if self.dead():
+            if dead:
                 break
             time.sleep(STEP_S)
         raise AssertionError(f"waiting for {what}; the screen:\n{self.screen()}")
