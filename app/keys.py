@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from textual.app import App
-from textual.binding import Binding, BindingType
+from textual.binding import ActiveBinding, Binding, BindingType
 from textual.dom import DOMNode
 
 
@@ -97,4 +97,13 @@ def help_rows(node: DOMNode, helps: Mapping[str, str], skip: tuple[str, ...] = (
     return rows
 
 
-__all__ = ["BindingType", "binding_ids", "check_keymap", "help_rows", "key_of", "keys_of"]
+def letters_first(active: dict[str, ActiveBinding]) -> dict[str, ActiveBinding]:
+    """Screen.active_bindings with the letter (non-priority) bindings before the F-keys: the footer
+    shows one key an action, the first it meets, and that must be the letter even when the config
+    moved it (a moved binding is put last). In a text field, which takes the letters, the F-key is
+    what is left to show."""
+    letters = {k: b for k, b in active.items() if not b.binding.priority}
+    return letters | {k: b for k, b in active.items() if k not in letters}
+
+
+__all__ = ["BindingType", "binding_ids", "check_keymap", "help_rows", "key_of", "keys_of", "letters_first"]

@@ -24,7 +24,7 @@ from typing import ClassVar
 
 from textual import events, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import Container
 from textual.geometry import Size
 from textual.screen import Screen
@@ -33,7 +33,7 @@ from textual.widgets import Footer, Tab, Tabs
 from textual.worker import Worker, WorkerState
 
 from cuda_llm.app.editing import EditRequest, edit_externally, editor_command, failure_text
-from cuda_llm.app.keys import help_rows, key_of
+from cuda_llm.app.keys import help_rows, key_of, letters_first
 from cuda_llm.app.messages import (
     CandidateChosen,
     EngineEvent,
@@ -531,6 +531,10 @@ class RunScreen(Screen[None]):
             self.refresh_bindings()
 
     # ---- actions ---------------------------------------------------------------------------------
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        return letters_first(super().active_bindings)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         view = self.view
         live = view.running and view.state != "opening" and not view.stopping

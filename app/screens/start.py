@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from textual import events, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.coordinate import Coordinate
 from textual.screen import Screen
@@ -30,7 +30,7 @@ from textual.widgets.option_list import Option
 
 from cuda_llm.app.catalog import Catalog, TaskRow, load_catalog, load_tasks
 from cuda_llm.app.config import AppConfig
-from cuda_llm.app.keys import help_rows
+from cuda_llm.app.keys import help_rows, letters_first
 from cuda_llm.app.messages import ModelsListed
 from cuda_llm.app.options import Choices, Defaults, SessionRequest, new_session, resume_session
 from cuda_llm.app.screens.modals import HelpScreen
@@ -468,6 +468,10 @@ class StartScreen(Screen[None]):
 
     async def action_quit(self) -> None:
         await self.app.action_quit()  # type: ignore[attr-defined]
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        return letters_first(super().active_bindings)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Start acts on the New session tab, Resume on the Sessions tab: a key never acts on a
