@@ -108,7 +108,8 @@ class RunScreen(Screen[None]):
         Binding("r", "reject", "Reject", id="run.reject"),
         Binding("e", "edit", "Edit", id="run.edit"),
         Binding("p", "pause", "Pause", id="run.pause"),
-        Binding("p", "resume", "Resume", id="run.resume"),
+        # The same key goes on: one id, so the config moves both.
+        Binding("p", "resume", "Resume", id="run.pause"),
         Binding("s", "stop", "Stop", id="run.stop"),
         Binding("f", "follow", "Follow", id="run.follow"),
         Binding("question_mark", "help", "Help", key_display="?", id="run.help"),

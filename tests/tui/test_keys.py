@@ -262,7 +262,7 @@ async def test_digits_and_tab_focus_panes_in_both_layouts(tmp_path, refused_url)
 async def test_keys_moved_in_the_config(tmp_path, llm_server):
     llm_server.default = by_request({}, default=streamed("vadd_us40"))
     (tmp_path / "tui.toml").write_text(
-        '[keys]\n"run.accept" = "y"\n"run.reject" = "x"\n"start.start" = "g"\n"run.nonsense" = "z"\n'
+        '[keys]\n"run.accept" = "y"\n"run.reject" = "x"\n"start.start" = "g"\n"run.nonsense" = "z"\n"run.pause" = "w"\n'
     )
     app = make_app(tmp_path, llm_server.url, task="vector_add", model="ollama:loop-model", candidates=1, rounds=1)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -286,6 +286,27 @@ async def test_keys_moved_in_the_config(tmp_path, llm_server):
         rows = {row[1]: row for row in app.screen.rows}
         assert rows["Accept"][0] == "y / f2" and rows["Accept"][3] == "run.accept"
         await pilot.press("escape")
+        await pilot.press("w")  # pause and resume moved together
+        assert "pause requested" in screen_text(app, "#status")
+        await pilot.press("w")
+        assert "pause requested" not in screen_text(app, "#status")
         await pilot.press("y")
         await wait_for(pilot, lambda: view(app).state == "finished", "the accepted session's end")
         assert "accepted" in screen_text(app, "#candidates")
+
+
+def test_the_readme_lists_every_key_id():
+    """The README's key tables name every binding id, and no id that does not exist."""
+    import re
+    from pathlib import Path
+
+    from cuda_llm.app.app import CudaLlmApp, screen_pane_classes
+    from cuda_llm.app.keys import binding_ids
+    from cuda_llm.app.screens.modals import EditScreen
+
+    known = set(binding_ids([CudaLlmApp, StartScreen, RunScreen, EditScreen, *screen_pane_classes()]))
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    keys = readme[readme.index("## Keys") : readme.index("## What a candidate is")]
+    named = set(re.findall(r"`((?:run|start|app|edit|kernel)\.\w+)`", keys))
+    panes = {f"run.pane{i}" for i in range(1, 8)}  # written as run.pane1 ... run.pane7
+    assert named | panes == known, (sorted(known - named - panes), sorted(named - known))
