@@ -15,6 +15,9 @@ from cuda_llm.engine.terminal import terminal_safe
 
 # Prompts run to hundreds of lines; a reply is cut at max_tokens. Both fit well inside this.
 MAX_LINES = 20_000
+# Wrapped prompts kept for going back to them: a few candidates at a few widths (a long session
+# would otherwise keep every prompt at every width the terminal ever had).
+WRAPPED_KEPT = 16
 
 
 class PromptPane(Vertical):
@@ -89,6 +92,8 @@ class PromptPane(Vertical):
                 for raw in terminal_safe(message.content).splitlines():
                     lines.extend(textwrap.wrap(raw, wrap, replace_whitespace=False, drop_whitespace=False) or [""])
             self._wrapped[key] = lines
+            while len(self._wrapped) > WRAPPED_KEPT:
+                del self._wrapped[next(iter(self._wrapped))]
         return lines
 
     def append(self, label: str, text: str) -> None:
