@@ -15,7 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from cuda_llm.app.config import AppConfig, load_config, save_config
-from cuda_llm.app.keys import binding_ids, check_keymap
+from cuda_llm.app.keys import binding_ids, check_keymap, help_rows
 from cuda_llm.app.messages import TelemetryRead
 from cuda_llm.app.options import Defaults, SessionRequest
 from cuda_llm.app.running import RunningSessions
@@ -151,15 +151,16 @@ class CudaLlmApp(App[int]):
             yield SystemCommand(
                 f"Theme: {title}", f"switch to the {title} theme (remembered)", partial(self._use, name)
             )
+        # The screen's actions that apply now, one entry each, with the keys they are on.
         helps: dict[str, str] = getattr(screen, "ACTION_HELP", {})
-        for binding in screen.BINDINGS:
-            if not isinstance(binding, Binding):
-                continue
-            name = binding.action.partition("(")[0]
+        for keys, description, _what, _ids in help_rows(screen, helps, skip=("pane", "next_pane", "previous_pane")):
+            action = next(b.action for b in screen.BINDINGS if isinstance(b, Binding) and b.description == description)
+            name = action.partition("(")[0]
             if screen.check_action(name, ()) is not True:
                 continue
-            title = f"{binding.description} ({binding.key})"
-            yield SystemCommand(title, helps.get(name, binding.description), partial(screen.run_action, binding.action))
+            yield SystemCommand(
+                f"{description} ({keys})", helps.get(name, description), partial(screen.run_action, action)
+            )
 
     def _use(self, theme: str) -> None:
         self.theme = theme

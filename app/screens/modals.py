@@ -14,7 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from cuda_llm.app.editing import EditResult, compose_reply
-from cuda_llm.app.widgets.cuda import use_cuda
+from cuda_llm.app.widgets.cuda import release, use_cuda
 from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.terminal import terminal_safe
 
@@ -144,6 +144,10 @@ class EditScreen(ModalScreen[EditResult | None]):
                 area.register_theme(t)
             area.theme = code_theme_for(self.app.current_theme.name, self.app.current_theme.dark)
         source.focus()
+
+    def on_unmount(self) -> None:
+        for area in self.query(TextArea):
+            release(area)
 
     @property
     def changed(self) -> bool:

@@ -44,7 +44,9 @@ class CandidateTree(Tree[str]):
         self._rounds: dict[int, TreeNode[str]] = {}
         self._leaves: dict[str, TreeNode[str]] = {}
         self._baseline: TreeNode[str] | None = None
-        self._labels: dict[str, str] = {}  # what each leaf shows: a node is redrawn only when it changes
+        self._labels: dict[str, str] = {}  # what the baseline's leaf shows: redrawn only when it changes
+        self._signatures: dict[str, tuple] = {}  # what each candidate's leaf was drawn from
+        self._scrolled_to: TreeNode[str] | None = None
         self.filter_text = ""  # shown: candidates whose label, state or decision holds it
 
     def set_filter(self, text: str) -> None:
@@ -55,6 +57,7 @@ class CandidateTree(Tree[str]):
         self.filter_text = text
         self.clear()
         self._rounds, self._leaves, self._baseline, self._labels = {}, {}, None, {}
+        self._signatures, self._scrolled_to = {}, None
         self.root.expand()
         self.show()
 
@@ -81,6 +84,7 @@ class CandidateTree(Tree[str]):
             elif self._labels.get(base.label) != text.markup:
                 self._baseline.set_label(text)
             self._labels[base.label] = text.markup
+        newest: TreeNode[str] | None = None
         for round_, all_members in sorted(view.rounds().items()):
             members = [c for c in all_members if self._shown(c)]
             if not members:
@@ -90,13 +94,21 @@ class CandidateTree(Tree[str]):
                 node = self.root.add(f"round {round_}", data=FOLLOW, expand=True)
                 self._rounds[round_] = node
             for c in members:
-                text = self.label_for(c, colors)
+                # What the label depends on: it is rebuilt only when one of these changed (a long
+                # session has hundreds of candidates, and most events change one of them).
+                best = c.label == view.best_label
+                sig = (view.mark(c), c.state, c.median_us, c.decision, c.label == view.focus, best, self.app.theme)
                 leaf = self._leaves.get(c.label)
                 if leaf is None:
-                    self._leaves[c.label] = node.add_leaf(text, data=c.label)
-                elif self._labels.get(c.label) != text.markup:
-                    leaf.set_label(text)
-                self._labels[c.label] = text.markup
+                    leaf = self._leaves[c.label] = node.add_leaf(self.label_for(c, colors), data=c.label)
+                elif self._signatures.get(c.label) != sig:
+                    leaf.set_label(self.label_for(c, colors))
+                self._signatures[c.label] = sig
+                newest = leaf
+        # Following the session: the newest candidate in view (the person scrolls freely otherwise).
+        if view.follow and newest is not None and newest is not self._scrolled_to:
+            self._scrolled_to = newest
+            self.call_after_refresh(self.scroll_to_node, newest, False)  # once the tree has its lines
 
     def label_for(self, c: CandidateView, colors: dict[str, str]) -> Text:
         """`★ r1-2 40.0 us best · accepted`, `✗ r1-1 compile error`: the mark, the label, then what

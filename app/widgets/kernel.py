@@ -16,7 +16,7 @@ from textual.widget import Widget
 from textual.widgets import Static, TabbedContent, TabPane, Tabs, TextArea
 
 from cuda_llm.app.state import CandidateView, SessionView
-from cuda_llm.app.widgets.cuda import use_cuda
+from cuda_llm.app.widgets.cuda import load_source, use_cuda
 from cuda_llm.app.widgets.text import set_text
 from cuda_llm.engine.contract.plan import LaunchPlan
 from cuda_llm.engine.judge.judgement import Judgement
@@ -139,7 +139,7 @@ class KernelPane(Vertical):
         area = self.query_one("#kernel-source", TextArea)
         shown_source = terminal_safe(source)
         if area.text != shown_source:
-            area.load_text(shown_source)
+            load_source(area, shown_source)
         self.query_one("#kernel-plan", TextArea).load_text(terminal_safe(plan))
         launches = ""
         if c is not None and c.judgement is not None and c.judgement.candidate is not None:

@@ -149,9 +149,18 @@ async def test_palette_offers_the_screen_actions_and_themes(tmp_path, refused_ur
         screen.post_message(_event(ev.AwaitingDecision("1", 1, winner, 100.0)))
         await pilot.pause()
         titles = [c.title for c in app.get_system_commands(screen)]
-        for title in ("Accept (f2)", "Reject (f3)", "Edit (f4)", "Stop (f8)", "Theme: light", "Theme: high contrast"):
+        for title in (
+            "Accept (a / f2)",
+            "Reject (r / f3)",
+            "Edit (e / f4)",
+            "Stop (s / f8)",
+            "Model/N/D (m / f7)",
+            "Theme: light",
+            "Theme: high contrast",
+        ):
             assert title in titles, titles
-        assert "Back (escape)" not in titles  # not while the session runs
+        assert len([t for t in titles if t.startswith("Accept")]) == 1  # one entry an action
+        assert not any(t.startswith("Back") for t in titles)  # not while the session runs
         await pilot.press("ctrl+p")
         await pilot.press(*"high contrast", "enter")
         await wait_for(pilot, lambda: app.theme == "cuda-contrast", "the palette's theme")
