@@ -33,6 +33,9 @@ STATE_COLORS = {
 DECISIONS = {"accepted": "accepted", "rejected": "rejected", "auto-accepted": "auto-accepted"}
 
 FOLLOW = "\0follow"  # a node's data: choosing it follows the session again
+# Following the session, the rounds before the last few are folded as new ones come: the tree stays
+# readable, and cheap to redraw, over hundreds of rounds (Enter on a round opens it again).
+ROUNDS_OPEN = 3
 
 
 class CandidateTree(Tree[str]):
@@ -93,6 +96,9 @@ class CandidateTree(Tree[str]):
             if node is None:
                 node = self.root.add(f"round {round_}", data=FOLLOW, expand=True)
                 self._rounds[round_] = node
+                old = self._rounds.get(round_ - ROUNDS_OPEN)
+                if view.follow and not self.filter_text and old is not None:
+                    old.collapse()
             for c in members:
                 # What the label depends on: it is rebuilt only when one of these changed (a long
                 # session has hundreds of candidates, and most events change one of them).

@@ -30,7 +30,8 @@ class EventLog(Log):
         width = self._width_now()
         if width != self._wrap:
             self.clear()
-            self._written = 0
+            # Rewrapped for the new width: as much of the end as the log keeps.
+            self._written = max(0, len(self.view.log) - MAX_LINES)
             self.show()
 
     def _width_now(self) -> int:
