@@ -16,8 +16,10 @@ from textual.filter import LineFilter
 from textual.screen import Screen
 
 from cuda_llm.app.config import AppConfig, load_config, save_config
+from cuda_llm.app.keys import binding_ids, check_keymap, help_rows
 from cuda_llm.app.messages import TelemetryRead
 from cuda_llm.app.options import Defaults, SessionRequest
+from cuda_llm.app.running import RunningSessions
 from cuda_llm.app.widgets.telemetry import NvmlSampler, TelemetryBar, TelemetrySampler
 from cuda_llm.app.widgets.text import OutsideTextFilter
 from cuda_llm.engine.fsr.session import SessionOptions
@@ -49,11 +51,11 @@ class CudaLlmApp(App[int]):
     CSS_PATH: ClassVar[list[str | Path]] = [APP_TCSS, COLORS_TCSS]
     TITLE = "cuda-llm"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+t", "next_theme", "Theme", priority=True),
-        Binding("ctrl+q", "quit", "Quit", priority=True),
-        # Ctrl-C is what people press to stop a terminal program: stop the session cleanly (what is in
-        # flight is recorded; `--resume` continues) and quit. Not a priority binding, so inside an
-        # editor it keeps its copy meaning.
+        Binding("ctrl+t", "next_theme", "Theme", show=False, priority=True, id="app.theme"),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="app.quit"),
+        # Ctrl-C is what people press to stop a terminal program: stop the session cleanly (requests
+        # in flight are cancelled, what is recorded stays; `--resume` continues) and quit; pressed
+        # again, quit at once. Not a priority binding, so inside an editor it keeps its copy meaning.
         Binding("ctrl+c", "quit", "Quit", show=False),
     ]
 
@@ -92,6 +94,10 @@ class CudaLlmApp(App[int]):
             self.sampler = NvmlSampler(self.defaults.gpu)
         self.telemetry_sample: TelemetrySample | None = None
         self._outside_text = OutsideTextFilter()
+        # The sessions this app runs: recorded as stopped, never left running, if the app crashes.
+        self.running_sessions = RunningSessions()
+        self._quit_asked = False
+        self.keymap: dict[str, str] = {}  # the config's [keys] table, as applied
         self.library = library
         self.ollama_lister = ollama_lister or list_ollama_models
         for theme in THEMES:
@@ -106,14 +112,21 @@ class CudaLlmApp(App[int]):
         return {**super().get_theme_variable_defaults(), **VARIABLE_DEFAULTS}
 
     def on_mount(self) -> None:
+        from cuda_llm.app.screens.modals import EditScreen
         from cuda_llm.app.screens.run import RunScreen
         from cuda_llm.app.screens.start import StartScreen
 
+        if self.config.keys:
+            known = binding_ids([type(self), StartScreen, RunScreen, EditScreen, *screen_pane_classes()])
+            self.keymap, problem = check_keymap(dict(self.config.keys), known)
+            self.set_keymap(self.keymap)
+            if problem:
+                self.notify(problem, severity="warning", timeout=15, markup=False)
         self.push_screen(StartScreen(self.defaults, self.config))
         if self.start_request is not None:
             self.push_screen(RunScreen(self.start_request))
         if self.config_warning:
-            self.notify(self.config_warning, severity="warning", timeout=10)
+            self.notify(self.config_warning, severity="warning", timeout=10, markup=False)
         if self.sampler is not None:
             self.poll_telemetry()
             self.set_interval(TELEMETRY_INTERVAL_S, self.poll_telemetry)
@@ -129,7 +142,7 @@ class CudaLlmApp(App[int]):
         self.config = dataclasses.replace(self.config, **changes)
         problem = save_config(self.config, self.config_path)
         if problem:
-            self.notify(problem, severity="warning")
+            self.notify(problem, severity="warning", markup=False)
 
     def watch_theme(self, theme: str) -> None:
         if self.is_running and theme != self.config.theme:
@@ -147,15 +160,16 @@ class CudaLlmApp(App[int]):
             yield SystemCommand(
                 f"Theme: {title}", f"switch to the {title} theme (remembered)", partial(self._use, name)
             )
+        # The screen's actions that apply now, one entry each, with the keys they are on.
         helps: dict[str, str] = getattr(screen, "ACTION_HELP", {})
-        for binding in screen.BINDINGS:
-            if not isinstance(binding, Binding):
-                continue
-            name = binding.action.partition("(")[0]
+        for keys, description, _what, _ids in help_rows(screen, helps, skip=("pane", "next_pane", "previous_pane")):
+            action = next(b.action for b in screen.BINDINGS if isinstance(b, Binding) and b.description == description)
+            name = action.partition("(")[0]
             if screen.check_action(name, ()) is not True:
                 continue
-            title = f"{binding.description} ({binding.key})"
-            yield SystemCommand(title, helps.get(name, binding.description), partial(screen.run_action, binding.action))
+            yield SystemCommand(
+                f"{description} ({keys})", helps.get(name, description), partial(screen.run_action, action)
+            )
 
     def _use(self, theme: str) -> None:
         self.theme = theme
@@ -179,9 +193,33 @@ class CudaLlmApp(App[int]):
 
     # ---- leaving ---------------------------------------------------------------------------------
     async def action_quit(self) -> None:
+        """q, Ctrl+Q or Ctrl+C. With a session running: stop it (requests in flight are cancelled,
+        what is recorded stays) and quit as soon as it has stopped, saying so at once; pressed
+        again, quit now. With none: quit."""
         from cuda_llm.app.screens.run import RunScreen
 
+        running = [s for s in self.screen_stack if isinstance(s, RunScreen) and s.session_running]
+        if running and not self._quit_asked:
+            self._quit_asked = True
+            for screen in running:
+                screen.quitting = True
+                screen.request_stop()
+            self.notify("stopping the session, then quitting · press q again to quit at once", timeout=10)
+            return
         for screen in list(self.screen_stack):
             if isinstance(screen, RunScreen):
-                await screen.shutdown()
+                await screen.shutdown(grace_s=0.0 if self._quit_asked else 3.0)
         self.exit(0)
+
+    def _handle_exception(self, error: Exception) -> None:
+        # Whatever went wrong in the UI, the sessions it runs are recorded as stopped by the crash
+        # (the start screen says so next time), never left marked running.
+        self.running_sessions.crashed(error)
+        super()._handle_exception(error)
+
+
+def screen_pane_classes() -> list[type]:
+    """The panes with bindings of their own (ids in the config's [keys] table)."""
+    from cuda_llm.app.widgets.kernel import KernelPane
+
+    return [KernelPane]

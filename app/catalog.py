@@ -30,6 +30,15 @@ class StoredSession:
     best: str  # "r2-1 30.0 us (3.33x)", or "" when the baseline is still the best
     rounds: int
     updated_at: float
+    message: str = ""  # why it stopped or paused ("crashed: ..." when the app died with it)
+
+    @property
+    def crashed(self) -> bool:
+        return self.message.startswith("crashed")
+
+    @property
+    def shown_status(self) -> str:
+        return f"{self.status} (crashed)" if self.crashed else self.status
 
 
 @dataclass(frozen=True)
@@ -79,7 +88,11 @@ def load_catalog(db: str | None, limit: int = 200) -> Catalog:
         for r in records:
             short, long = _best_text(store, r)
             rounds = len(store.rounds(r.id))
-            sessions.append(StoredSession(r.id, r.task, r.model, r.status, r.device, short, rounds, r.updated_at))
+            sessions.append(
+                StoredSession(
+                    r.id, r.task, r.model, r.shown_status, r.device, short, rounds, r.updated_at, r.status_message
+                )
+            )
             if long and r.task not in last_best:
                 last_best[r.task] = long
         return Catalog(sessions, last_best)

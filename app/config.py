@@ -7,6 +7,10 @@
     theme = "cuda-dark"
     cluster = "ray://head-node:10001"   # optional: judge on every GPU of this Ray cluster
 
+    [keys]                     # move any key: binding id = "key[,key...]"
+    "run.accept" = "y"
+    "run.reject" = "x"
+
     [[endpoints]]
     name = "vllm-box"
     kind = "openai"            # or "ollama"
@@ -60,6 +64,8 @@ class AppConfig:
     # A Ray cluster to judge on (ray://HOST:10001, or auto on one of its nodes); --cluster overrides it.
     cluster: str | None = None
     endpoints: tuple[Endpoint, ...] = ()
+    # Key overrides by binding id (the help screen and README list the ids), e.g. "run.accept" = "y".
+    keys: tuple[tuple[str, str], ...] = ()
 
     def endpoint_named(self, name: str | None) -> Endpoint | None:
         return next((e for e in self.endpoints if e.name == name), None)
@@ -95,7 +101,7 @@ def _from_dict(data: dict[str, Any]) -> AppConfig:
     defaults = AppConfig()
     values: dict[str, Any] = {}
     for f in dataclasses.fields(AppConfig):
-        if f.name == "endpoints" or f.name not in data:
+        if f.name in ("endpoints", "keys") or f.name not in data:
             continue
         value = data[f.name]
         expected = type(getattr(defaults, f.name)) if getattr(defaults, f.name) is not None else str
@@ -115,7 +121,10 @@ def _from_dict(data: dict[str, Any]) -> AppConfig:
         if ep.kind not in ENDPOINT_KINDS:
             raise ValueError(f"endpoints[{i}].kind must be one of {', '.join(ENDPOINT_KINDS)}")
         endpoints.append(ep)
-    return AppConfig(**values, endpoints=tuple(endpoints))
+    keys = data.get("keys", {})
+    if not isinstance(keys, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in keys.items()):
+        raise TypeError('keys must be a table of "binding id" = "key" strings')
+    return AppConfig(**values, endpoints=tuple(endpoints), keys=tuple(sorted(keys.items())))
 
 
 def save_config(config: AppConfig, path: Path | None = None) -> str | None:
@@ -175,9 +184,12 @@ def to_toml(config: AppConfig) -> str:
     lines = ["# cuda-llm TUI settings: the last choices and named model endpoints (edit freely)."]
     for f in dataclasses.fields(AppConfig):
         value = getattr(config, f.name)
-        if f.name == "endpoints" or value is None:
+        if f.name in ("endpoints", "keys") or value is None:
             continue  # TOML has no null: a missing key reads back as the default
         lines.append(f"{_key(f.name)} = {toml_value(value)}")
+    if config.keys:
+        lines += ["", "[keys]"]
+        lines += [f"{_key(k)} = {toml_value(v)}" for k, v in config.keys]
     for ep in config.endpoints:
         lines += ["", "[[endpoints]]"]
         lines += [f"{_key(k)} = {toml_value(v)}" for k, v in dataclasses.asdict(ep).items()]

@@ -3,8 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+
+# Variables that pin a terminal size: Textual (through shutil.get_terminal_size) believes them over
+# the terminal itself, so a program started with them exported would never follow a resize.
+SIZE_VARIABLES = ("COLUMNS", "LINES")
+
+
+def follow_the_terminal() -> None:
+    """In a real terminal its own size is the truth: drop exported COLUMNS/LINES (a shell, a
+    script or a test runner may have frozen them at some size) so every resize is seen."""
+    stream = sys.__stdout__
+    if stream is not None and stream.isatty():
+        for name in SIZE_VARIABLES:
+            os.environ.pop(name, None)
 
 
 def run_tui(args: argparse.Namespace) -> int:
@@ -34,10 +48,18 @@ def run_tui(args: argparse.Namespace) -> int:
             return 2
         start = SessionRequest(session_options(args, args.task))
     config = Path(args.config) if getattr(args, "config", None) else None
+    follow_the_terminal()
     app = CudaLlmApp(defaults, start, config_path=config, config_overrides=overrides)
     if start is not None:
         # The run screen starts with auto-accept as remembered (the TUI's point is to review).
         start = SessionRequest(start.options, app.config.auto_accept)
         app.start_request = start
     app.run()
+    sessions = app.running_sessions
+    for session_id in sessions.crashed_sessions:
+        print(
+            f"cuda-llm: session {session_id} was recorded as stopped (crashed: {sessions.crash}); "
+            f"`cuda-llm run --resume {session_id}` continues it",
+            file=sys.stderr,
+        )
     return app.return_code or 0

@@ -38,6 +38,7 @@ class SessionOpened(Message):
     model: str
     notice: str | None  # "no CUDA driver: compile-only for sm_90"
     manual: bool  # the person writes the candidates
+    server: str = ""  # the model's server (ollama host or OpenAI base URL); empty when it has none
 
 
 @dataclass

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.gpu.protocol import Timing
-from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Judgement
+from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Judgement, LibraryResult
 from cuda_llm.engine.llm.base import Message, RequestKey
 from cuda_llm.engine.settings import LoopSettings
 
@@ -74,6 +74,7 @@ class CandidateView:
     decision: str | None = None  # accepted | rejected | auto-accepted
     reason: str = ""
     error: str = ""  # the model error when no reply came
+    retrying: bool = False  # the request failed and waits to be asked again (no new text yet)
 
     @property
     def key(self) -> RequestKey:
@@ -125,6 +126,11 @@ class SessionView:
     focus: str | None = None  # the candidate the prompt, kernel, compiler and validation panes show
     follow: bool = True  # move the focus to whatever happens next
     log: list[str] = field(default_factory=list)  # the event log, oldest first
+    library: LibraryResult | None = None  # the vendor library's figure on this GPU, once timed
+    stopping: bool = False  # the person asked to stop (or quit); the session has not ended yet
+    # The best when each round's first request went out: what that round's candidates set out to
+    # improve (their "parent" in the kernel pane's diff).
+    round_best: dict[int, str] = field(default_factory=dict)
 
     # ---- derived -------------------------------------------------------------------------------
     @property
@@ -166,6 +172,33 @@ class SessionView:
             if c.judgement is not None and c.judgement.figures is not None and c.judgement.figures.floor_us:
                 return c.judgement.figures.floor_us
         return None
+
+    def parent_of(self, label: str) -> str | None:
+        """The kernel a candidate was written from: for a repair, the same slot's candidate of the
+        previous attempt; else the best its round set out to improve."""
+        c = self.candidates.get(label)
+        if c is None:
+            return None
+        if c.attempt > 0:
+            before = next(
+                (
+                    o.label
+                    for o in self.candidates.values()
+                    if (o.round, o.attempt, o.slot) == (c.round, c.attempt - 1, c.slot)
+                ),
+                None,
+            )
+            if before is not None:
+                return before
+        return self.round_best.get(c.round)
+
+    def judgement_of(self, label: str | None) -> Judgement | None:
+        if label is None:
+            return None
+        if label == BASELINE_LABEL:
+            return self.baseline
+        c = self.candidates.get(label)
+        return c.judgement if c is not None else None
 
     def mark(self, c: CandidateView) -> str:
         if c.label == self.best_label and c.judgement is not None and c.judgement.is_correct:
@@ -211,13 +244,14 @@ class SessionView:
     def _on_RoundStarted(self, e: ev.RoundStarted) -> set[str]:
         self.round, self.attempt = e.round, e.attempt
         self.prompts[(e.round, e.attempt)] = e.prompt
+        self.round_best.setdefault(e.round, self.best_label)
         what = f"repair {e.attempt} of round {e.round}" if e.attempt else f"round {e.round}"
         self._say(f"{what}: asking for {e.candidates} candidate{'s' if e.candidates != 1 else ''}")
         return {STATUS, TREE, LOG}
 
     def _on_RequestStarted(self, e: ev.RequestStarted) -> set[str]:
         c = self._candidate(e.label, e.round)
-        c.attempt, c.slot, c.phase, c.reply, c.error = e.attempt, e.slot, "waiting", "", ""
+        c.attempt, c.slot, c.phase, c.reply, c.error, c.retrying = e.attempt, e.slot, "waiting", "", "", False
         changed = {TREE, STATUS}
         if e.slot == 0:
             changed |= self._follow(e.label)
@@ -227,7 +261,7 @@ class SessionView:
         """Streamed text; True when the first text of a reply arrived (the tree mark changes)."""
         c = self._candidate(label)
         first = c.phase == "waiting"
-        c.phase = "streaming"
+        c.phase, c.retrying = "streaming", False
         c.reply += text
         return first
 
@@ -237,9 +271,9 @@ class SessionView:
 
     def _on_RequestRetrying(self, e: ev.RequestRetrying) -> set[str]:
         c = self._candidate(e.label)
-        c.reply, c.phase = "", "waiting"  # the failed attempt's text is void
+        c.reply, c.phase, c.retrying = "", "waiting", True  # the failed attempt's text is void
         self._say(f"{e.label}: retry {e.attempt} in {e.delay_s:.1f} s: {e.message}")
-        return {TREE, LOG} | ({PROMPT} if e.label == self.focus else set())
+        return {TREE, LOG, STATUS} | ({PROMPT} if e.label == self.focus else set())
 
     def _on_ReplyReceived(self, e: ev.ReplyReceived) -> set[str]:
         c = self._candidate(e.label)
@@ -351,6 +385,48 @@ class SessionView:
         self._say(f"failed: {e.message}")
         return {STATUS, LOG}
 
+    def _on_LibraryTimed(self, e: ev.LibraryTimed) -> set[str]:
+        self.library = e.library
+        lib = e.library
+        if lib.timing is not None:
+            self._say(f"vendor library: {lib.name} {lib.timing.median_us:.1f} us on this GPU")
+        elif lib.name is not None:
+            self._say(f"vendor library ({lib.name}): no figure: {lib.note}")
+        return {LATENCY, LOG}
+
+    def _on_HistoryRestored(self, e: ev.HistoryRestored) -> set[str]:
+        """A resumed session: everything recorded before, so the panes show the whole session."""
+        for r, a, messages in e.prompts:
+            self.prompts[(r, a)] = messages
+        for rc in e.candidates:
+            c = self._candidate(rc.label, rc.round)
+            c.attempt, c.slot = rc.attempt, rc.slot
+            c.reply, c.judgement = rc.reply or "", rc.judgement
+            c.phase = "judged" if rc.judgement is not None else ("compiling" if rc.reply else "no reply")
+            c.decision, c.reason = rc.decision, rc.reason
+            if rc.judgement is not None and rc.judgement.timing is not None:
+                self.latency = [p for p in self.latency if p.label != rc.label]
+                self.latency.append(LatencyPoint(rc.round, rc.label, rc.judgement.timing.median_us))
+        best_before = BASELINE_LABEL  # what each round set out to improve: the best after the last one
+        for summary in sorted(e.rounds, key=lambda s: int(s.get("round", 0))):
+            r = int(summary.get("round", 0))
+            self.round = max(self.round, r)
+            self.round_best.setdefault(r, best_before)
+            best_before = str(summary.get("best") or best_before)
+            best_us = summary.get("best_median_us")
+            if best_us is not None:
+                self.best_by_round = [p for p in self.best_by_round if p[0] != r]
+                self.best_by_round.append((r, float(best_us)))
+        self.best_label, self.best = e.best.label, e.best
+        self.tokens_used = e.tokens_used
+        if e.rounds or e.candidates:
+            self._say(
+                f"restored {len(e.rounds)} recorded round(s) and {len(e.candidates)} candidate(s); best {e.best.label}"
+            )
+        if self.candidates:
+            self._follow(next(reversed(self.candidates)))
+        return {TREE, LATENCY, STATUS, LOG} | set(FOCUSED)
+
     def _on_Notice(self, e: ev.Notice) -> set[str]:
         self._say(("warning: " if e.level == "warning" else "") + e.message)
         return {LOG}
@@ -359,8 +435,9 @@ class SessionView:
         """The session's coroutine returned (finished, stopped, paused for a fault)."""
         if status == "stopped":
             self.state, self.state_reason = "stopped", reason
-        elif status == "paused" and self.state != "paused":
-            self.state, self.state_reason = "paused", reason
+        elif status == "paused":
+            # The loop itself has ended (a store write failed): nothing is left to resume here.
+            self.state, self.state_reason = "stopped", f"paused: {reason} (resume it from the sessions list)"
         elif status == "finished":
             self.state, self.state_reason = "finished", reason
         self.awaiting = None

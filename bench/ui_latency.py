@@ -60,12 +60,12 @@ async def run(presses: int, tokens_per_s: float, size: tuple[int, int], candidat
     from fakes.fake_gpu import FakeGpu, fake_environment
     from llm_servers import LoopbackLLMServer, Reply
     from textual import events
-    from textual.widgets import TabbedContent, Tree
+    from textual.widgets import Tree
     from tui.helpers import FAST_LOOP, reply_for
 
     from cuda_llm.app.app import CudaLlmApp
     from cuda_llm.app.options import Defaults, SessionRequest
-    from cuda_llm.app.screens.run import TABS, RunScreen
+    from cuda_llm.app.screens.run import PANES, RunScreen
     from cuda_llm.engine.fsr.session import SessionOptions
 
     text = reply_for("vadd_us40", note="Vectorised loads, one float4 per thread. " * 8)  # ~400 tokens
@@ -98,14 +98,15 @@ async def run(presses: int, tokens_per_s: float, size: tuple[int, int], candidat
                 await pilot.pause(0.05)
             screen: RunScreen = app.screen  # type: ignore[assignment]
 
-            # Every frame: when it was produced, and the state a key changes (tab or tree cursor).
+            # Every frame: when it was produced, and the state a key changes (the pane shown, or the
+            # tree's cursor).
             frames: list[tuple[float, object]] = []
             real_display = app._display
+            narrow = screen.layout_mode == "narrow"
 
             def probe() -> object:
-                tabs = screen.query("#run-tabs")
-                if tabs:
-                    return tabs.first(TabbedContent).active
+                if narrow:
+                    return screen.active_pane
                 return screen.query_one("#candidates", Tree).cursor_line
 
             def display(target_screen, renderable) -> None:
@@ -115,7 +116,6 @@ async def run(presses: int, tokens_per_s: float, size: tuple[int, int], candidat
                 frames.append((time.perf_counter(), probe()))
 
             app._display = display  # type: ignore[method-assign]
-            narrow = bool(screen.query("#run-tabs"))
             if not narrow:
                 screen.query_one("#candidates", Tree).focus()
             tokens_before = sum(len(c.reply) for c in screen.view.candidates.values())
@@ -127,11 +127,9 @@ async def run(presses: int, tokens_per_s: float, size: tuple[int, int], candidat
             assert driver is not None
             for i in range(presses):
                 if narrow:
-                    tab, _title = TABS[i % 5]
-                    key = str(i % 5 + 1)
-                    want = tab
-                    if probe() == want:  # the tab is shown already: pick the next one
-                        key, want = str((i + 1) % 5 + 1), TABS[(i + 1) % 5][0]
+                    key, want = str(i % 5 + 1), PANES[i % 5][0]
+                    if probe() == want:  # the pane is shown already: pick the next one
+                        key, want = str((i + 1) % 5 + 1), PANES[(i + 1) % 5][0]
                 else:
                     key = "down" if i % 2 == 0 else "up"
                     before = probe()

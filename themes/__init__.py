@@ -32,6 +32,7 @@ VARIABLE_DEFAULTS: dict[str, str] = {
     "plot-best": "#3fb950",
     "plot-baseline": "#f0883e",
     "plot-floor": "#58a6ff",
+    "plot-library": "#d2a8ff",
 }
 
 DARK = Theme(
@@ -74,6 +75,7 @@ LIGHT = Theme(
         "plot-best": "#1a7f37",
         "plot-baseline": "#bc4c00",
         "plot-floor": "#0969da",
+        "plot-library": "#8250df",
     },
 )
 
@@ -105,6 +107,7 @@ CONTRAST = Theme(
         "plot-best": "#00ff00",
         "plot-baseline": "#ffff00",
         "plot-floor": "#00ffff",
+        "plot-library": "#ff00ff",
         "border": "#ffffff",
         "border-blurred": "#c0c0c0",
         "footer-key-foreground": "#ffff00",

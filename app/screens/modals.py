@@ -6,24 +6,28 @@ import json
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Input, Label, Static, TextArea
+from textual.widgets import Button, Input, Label, Static, TextArea
 
-from cuda_llm.app.widgets.cuda import use_cuda
+from cuda_llm.app.editing import EditResult, compose_reply
+from cuda_llm.app.widgets.cuda import release, use_cuda
+from cuda_llm.app.widgets.text import plain, set_text
+from cuda_llm.engine.terminal import terminal_safe
 
-
-@dataclass(frozen=True)
-class EditResult:
-    source: str
-    plan_json: str
-
-
-def compose_reply(source: str, plan_json: str, note: str = "Written in the editor.") -> str:
-    """A reply in the candidate contract's format, from what the person wrote."""
-    return f"{note}\n\n```cuda\n{source.rstrip()}\n```\n\n```json\n{plan_json.strip()}\n```\n"
+__all__ = [
+    "ConfirmScreen",
+    "EditResult",
+    "EditScreen",
+    "HelpScreen",
+    "RejectScreen",
+    "SettingsChange",
+    "SettingsScreen",
+    "compose_reply",
+]
 
 
 class RejectScreen(ModalScreen[str | None]):
@@ -37,7 +41,7 @@ class RejectScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="reject-dialog"):
-            yield Label(f"Reject {self.label}", classes="dialog-title")
+            yield Label(plain(f"Reject {self.label}"), classes="dialog-title")
             yield Static("Why? The reason goes into the next prompt (optional).")
             yield Input(placeholder="e.g. keep fp32 accumulation; no atomics", id="reject-reason")
             with Horizontal(classes="dialog-buttons"):
@@ -59,30 +63,75 @@ class RejectScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class EditScreen(ModalScreen[EditResult | None]):
-    """The kernel and its launch plan in editable text areas; submitting checks the JSON first."""
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question: y says yes; n, Esc (or Enter, on the focused No) say no."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+s", "submit", "Submit", priority=True),
-        Binding("f2", "submit", "Submit", show=False, priority=True),
-        Binding("escape", "cancel", "Cancel", priority=True),
+        Binding("y", "answer(True)", "Yes", priority=True),
+        Binding("n", "answer(False)", "No", priority=True),
+        Binding("escape", "answer(False)", "No", priority=True),
     ]
 
-    def __init__(self, title: str, source: str, plan_json: str) -> None:
+    def __init__(self, question: str, yes: str = "Yes (y)", no: str = "No (n / Esc)") -> None:
+        super().__init__(classes="dialog-screen")
+        self.question = question
+        self.labels = (yes, no)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog", id="confirm-dialog"):
+            yield Static(plain(self.question), classes="dialog-title")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(self.labels[0], variant="warning", id="confirm-yes", compact=True)
+                yield Button(self.labels[1], id="confirm-no", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm-no", Button).focus()
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "confirm-yes")
+
+
+class EditScreen(ModalScreen[EditResult | None]):
+    """The kernel and its launch plan in editable text areas, and what went wrong with the kernel it
+    starts from beside them; submitting checks the JSON first, leaving asks before it throws edits
+    away. Ctrl+O (or F6) moves between the source and the plan (Tab indents)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "submit", "Submit", priority=True, id="edit.submit"),
+        Binding("ctrl+o", "switch", "Source/plan", priority=True, id="edit.switch"),
+        Binding("escape", "cancel", "Cancel", priority=True, id="edit.cancel"),
+        Binding("f2", "submit", "Submit", show=False, priority=True),
+        Binding("f6", "switch", "Source/plan", show=False, priority=True),
+    ]
+
+    def __init__(self, title: str, source: str, plan_json: str, errors: str = "") -> None:
         super().__init__(classes="dialog-screen")
         self.title_text = title
-        self.source = source
-        self.plan = plan_json
+        self.source = terminal_safe(source)
+        self.plan = terminal_safe(plan_json)
+        self.errors = errors
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="edit-dialog"):
-            yield Label(self.title_text, classes="dialog-title")
-            yield TextArea.code_editor(self.source, id="edit-source")
-            yield Label("launch plan (JSON)")
-            yield TextArea.code_editor(self.plan, language=None, id="edit-plan")
+            yield Label(plain(self.title_text), classes="dialog-title")
+            with Horizontal(id="edit-body"):
+                with Vertical(id="edit-areas"):
+                    yield Label("CUDA source", classes="edit-label", id="edit-source-label")
+                    yield TextArea.code_editor(self.source, id="edit-source")
+                    yield Label("launch plan (JSON)", classes="edit-label", id="edit-plan-label")
+                    yield TextArea.code_editor(self.plan, language=None, id="edit-plan")
+                if self.errors:
+                    with VerticalScroll(id="edit-errors"):
+                        yield Label("what went wrong", classes="edit-label")
+                        yield Static(plain(self.errors), id="edit-errors-text")
             yield Static("", id="edit-error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Submit (Ctrl+S)", variant="primary", id="edit-ok", compact=True)
+                yield Button("Source/plan (Ctrl+O)", id="edit-switch", compact=True)
                 yield Button("Cancel (Esc)", id="edit-cancel", compact=True)
 
     def on_mount(self) -> None:
@@ -96,29 +145,56 @@ class EditScreen(ModalScreen[EditResult | None]):
             area.theme = code_theme_for(self.app.current_theme.name, self.app.current_theme.dark)
         source.focus()
 
+    def on_unmount(self) -> None:
+        for area in self.query(TextArea):
+            release(area)
+
+    @property
+    def changed(self) -> bool:
+        return (
+            self.query_one("#edit-source", TextArea).text != self.source
+            or self.query_one("#edit-plan", TextArea).text != self.plan
+        )
+
+    def action_switch(self) -> None:
+        source, plan = self.query_one("#edit-source", TextArea), self.query_one("#edit-plan", TextArea)
+        (plan if source.has_focus else source).focus()
+
     def action_submit(self) -> None:
         source = self.query_one("#edit-source", TextArea).text
         plan = self.query_one("#edit-plan", TextArea).text
         error = self.query_one("#edit-error", Static)
         if not source.strip():
-            error.update("the kernel is empty")
+            set_text(error, "the kernel is empty")
             return
         try:
             json.loads(plan)
         except ValueError as exc:
-            error.update(f"the plan is not JSON: {exc}")
+            set_text(error, f"the plan is not JSON: {exc}")
             return
         self.dismiss(EditResult(source, plan))
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        if not self.changed:
+            self.dismiss(None)
+            return
+
+        def answered(discard: bool | None) -> None:
+            if discard:
+                self.dismiss(None)
+
+        self.app.push_screen(
+            ConfirmScreen("Discard your changes to the kernel?", "Discard (y)", "Keep editing (n / Esc)"), answered
+        )
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         if event.button.id == "edit-ok":
             self.action_submit()
+        elif event.button.id == "edit-switch":
+            self.action_switch()
         else:
-            self.dismiss(None)
+            self.action_cancel()
 
 
 @dataclass(frozen=True)
@@ -126,64 +202,106 @@ class SettingsChange:
     candidates: int | None = None
     rounds: int | None = None
     model: str | None = None
+    server: str | None = None  # the model's server (ollama host or OpenAI-compatible base URL)
+    retry_now: bool = False  # a paused round goes on at once with the change
+
+
+# What the model field takes (manual mode is chosen when a session starts, not in the middle).
+MODEL_KINDS = ("ollama", "openai", "replay")
 
 
 class SettingsScreen(ModalScreen[SettingsChange | None]):
-    """N, D and the model for the rounds still to come."""
+    """The model, its server, N and D for the requests still to come. A round paused by a fault (the
+    server was down, the model unknown) takes them at once and is retried ("retry now", what Enter
+    does); a session the person paused may stay paused or resume with them."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", priority=True)]
 
-    def __init__(self, candidates: int, rounds: int, model: str) -> None:
+    def __init__(
+        self, candidates: int, rounds: int, model: str, server: str = "", paused: bool = False, by_fault: bool = False
+    ) -> None:
         super().__init__(classes="dialog-screen")
-        self.values = (candidates, rounds, model)
+        self.values = (candidates, rounds, model, server)
+        self.paused = paused
+        self.by_fault = by_fault
 
     def compose(self) -> ComposeResult:
-        n, d, model = self.values
+        n, d, model, server = self.values
+        if self.by_fault:
+            title = "The paused round (retried now) and the rounds after it"
+        elif self.paused:
+            title = "The paused session and its next rounds"
+        else:
+            title = "From the next round on"
         with Vertical(classes="dialog", id="settings-dialog"):
-            yield Label("From the next round on", classes="dialog-title")
+            yield Label(title, classes="dialog-title")
+            with Horizontal(classes="field wide"):
+                yield Label("model       ")
+                yield Input(model, placeholder="ollama:MODEL or openai:MODEL", id="settings-model", compact=True)
+            with Horizontal(classes="field wide"):
+                yield Label("server      ")
+                yield Input(
+                    server,
+                    placeholder="the ollama host or OpenAI base URL (empty: as now)",
+                    id="settings-server",
+                    compact=True,
+                )
             with Horizontal(classes="field"):
-                yield Label("N candidates ")
+                yield Label("N candidates")
                 yield Input(str(n), type="integer", id="settings-n", compact=True)
-            with Horizontal(classes="field"):
-                yield Label("D rounds     ")
+                yield Label("D rounds")
                 yield Input(str(d), type="integer", id="settings-d", compact=True)
-            with Horizontal(classes="field"):
-                yield Label("model        ")
-                yield Input(model, id="settings-model", compact=True)
             yield Static("", id="settings-error")
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Apply (Enter)", variant="primary", id="settings-ok", compact=True)
+                # Enter presses the first: for a round paused by a fault, retrying it is the point.
+                if self.by_fault:
+                    yield Button("Apply and retry now (Enter)", variant="primary", id="settings-retry", compact=True)
+                    yield Button("Apply, stay paused", id="settings-ok", compact=True)
+                else:
+                    yield Button("Apply (Enter)", variant="primary", id="settings-ok", compact=True)
+                    if self.paused:
+                        yield Button("Apply and resume", id="settings-retry", compact=True)
                 yield Button("Cancel (Esc)", id="settings-cancel", compact=True)
 
-    def _result(self) -> SettingsChange | None:
-        n, d, model = self.values
+    def on_mount(self) -> None:
+        self.query_one("#settings-model", Input).focus()
+
+    def _result(self, go_on: bool) -> SettingsChange | None:
+        n, d, model, server = self.values
         error = self.query_one("#settings-error", Static)
         try:
             new_n = int(self.query_one("#settings-n", Input).value)
             new_d = int(self.query_one("#settings-d", Input).value)
         except ValueError:
-            error.update("N and D must be whole numbers")
+            set_text(error, "N and D must be whole numbers")
             return None
         if not 1 <= new_n <= 32 or new_d < 1:
-            error.update("N must be 1 to 32 and D at least 1")
+            set_text(error, "N must be 1 to 32 and D at least 1")
             return None
         new_model = self.query_one("#settings-model", Input).value.strip()
+        kind, colon, name = new_model.partition(":")
+        if new_model != model and (kind.lower() not in MODEL_KINDS or not colon or not name.strip()):
+            set_text(error, "the model must be ollama:MODEL, openai:MODEL or replay:ID")
+            return None
+        new_server = self.query_one("#settings-server", Input).value.strip()
         return SettingsChange(
             new_n if new_n != n else None,
             new_d if new_d != d else None,
             new_model if new_model and new_model != model else None,
+            new_server if new_server and new_server != server else None,
+            retry_now=go_on and self.paused,
         )
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        result = self._result()
+        result = self._result(go_on=self.by_fault)
         if result is not None:
             self.dismiss(result)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        if event.button.id == "settings-ok":
-            result = self._result()
+        if event.button.id in ("settings-ok", "settings-retry"):
+            result = self._result(go_on=event.button.id == "settings-retry")
             if result is not None:
                 self.dismiss(result)
         else:
@@ -193,15 +311,21 @@ class SettingsScreen(ModalScreen[SettingsChange | None]):
         self.dismiss(None)
 
 
+# From this terminal width the help has a column for each part; below it, two.
+HELP_WIDE = 120
+
+
 class HelpScreen(ModalScreen[None]):
-    """Every key of the screen below, with what it does."""
+    """Every key of the screen below, with what it does and the id that moves it in the config."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close", priority=True),
+        Binding("question_mark", "close", "Close", show=False, priority=True),
+        Binding("q", "close", "Close", show=False, priority=True),
         Binding("f1", "close", "Close", show=False, priority=True),
     ]
 
-    def __init__(self, title: str, rows: list[tuple[str, str, str]]) -> None:
+    def __init__(self, title: str, rows: list[tuple[str, str, str, str]]) -> None:
         super().__init__(classes="dialog-screen")
         self.title_text = title
         self.rows = rows
@@ -209,12 +333,36 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="help-dialog"):
             yield Label(self.title_text, classes="dialog-title")
-            table = DataTable(id="help-keys", cursor_type="row", zebra_stripes=True)
-            table.add_columns("key", "action", "what it does")
+            with VerticalScroll(id="help-scroll"):
+                yield Static(self._table(self.app.size.width >= HELP_WIDE), id="help-keys")
+            yield Static(
+                plain(
+                    "Ctrl+P: every action, searchable. Move a key in the config file's [keys] table by its "
+                    'id, e.g. "run.accept" = "y". Esc (or ?) closes this.'
+                ),
+                id="help-footnote",
+            )
+
+    def _table(self, wide: bool) -> Table:
+        """Four columns where there is room; else the key, and what it does with its id under it."""
+        table = Table(box=None, expand=True, padding=(0, 1), show_edge=False)
+        table.add_column("key", no_wrap=True, style="bold")
+        if wide:
+            table.add_column("action", no_wrap=True)
+            table.add_column("what it does", ratio=1)
+            table.add_column(plain("[keys] id"), no_wrap=True, style="dim")
             for row in self.rows:
-                table.add_row(*row)
-            yield table
-            yield Static("Ctrl+P opens the command palette: every action, searchable. Esc closes this.")
+                table.add_row(*(plain(cell) for cell in row))
+            return table
+        table.add_column("what it does", ratio=1)
+        for key, action, what, ids in self.rows:
+            text = plain(action, style="bold")
+            if what:
+                text.append_text(plain(f": {what}"))
+            if ids:
+                text.append_text(plain(f"\n[keys] {ids}", style="dim"))
+            table.add_row(plain(key), text)
+        return table
 
     def action_close(self) -> None:
         self.dismiss(None)

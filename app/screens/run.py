@@ -6,8 +6,14 @@ through the engine's Controller. Nothing here waits on the GPU or the network: e
 is awaited inside the worker, and a fault in a candidate, the model or the GPU arrives as an event
 or an error line, never as an exception in the UI.
 
-Layout: at 140x40 and above the panes sit side by side; below that they collapse into tabs (the
-screen recomposes, and the panes redraw from the view).
+Layout: the seven panes are mounted once and never rebuilt. At 140x40 and above they sit side by
+side in a grid; below that one pane at a time fills the body and a row of tabs names them. A
+resize only switches CSS classes (RunScreen.-wide / -narrow), so nothing that writes to a pane
+(the telemetry timer, a streaming reply) can ever find it missing.
+
+Keys: a letter for every action (a accept, r reject, e edit, p pause, s stop, q quit, ? help,
+/ filter, 1-7 and Tab a pane), and the F-keys beside them for terminals that pass them. Letter
+bindings have ids, so the config file's [keys] table can move them (app/keys.py).
 """
 
 from __future__ import annotations
@@ -18,13 +24,16 @@ from typing import ClassVar
 
 from textual import events, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.binding import ActiveBinding, Binding, BindingType
+from textual.containers import Container
 from textual.geometry import Size
 from textual.screen import Screen
-from textual.widgets import Footer, TabbedContent, TabPane
-from textual.worker import Worker
+from textual.widget import Widget
+from textual.widgets import Footer, Tab, Tabs
+from textual.worker import Worker, WorkerState
 
+from cuda_llm.app.editing import EditRequest, edit_externally, editor_command, failure_text
+from cuda_llm.app.keys import help_rows, key_of, letters_first
 from cuda_llm.app.messages import (
     CandidateChosen,
     EngineEvent,
@@ -44,18 +53,8 @@ from cuda_llm.app.screens.modals import (
     SettingsScreen,
     compose_reply,
 )
-from cuda_llm.app.state import (
-    COMPILER,
-    KERNEL,
-    LATENCY,
-    LOG,
-    PROMPT,
-    STATUS,
-    TREE,
-    VALIDATION,
-    SessionView,
-)
-from cuda_llm.app.widgets.candidates import CandidateTree
+from cuda_llm.app.state import COMPILER, KERNEL, LATENCY, LOG, PROMPT, STATUS, TREE, VALIDATION, SessionView
+from cuda_llm.app.widgets.candidates import CandidatesPane
 from cuda_llm.app.widgets.compiler import CompilerPane
 from cuda_llm.app.widgets.eventlog import EventLog
 from cuda_llm.app.widgets.kernel import KernelPane, source_of
@@ -70,18 +69,24 @@ from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller
 from cuda_llm.engine.fsr.loop import candidate_label
 from cuda_llm.engine.fsr.session import Session, open_session
+from cuda_llm.engine.llm.base import RequestKey
 from cuda_llm.engine.llm.manual_provider import ManualProvider, is_manual_spec
+from cuda_llm.engine.llm.spec import server_of
 
 WIDE = Size(140, 40)  # at least this many columns and rows: panes side by side
-TABS = (
-    ("tab-prompt", "Prompt"),
-    ("tab-kernel", "Kernel"),
-    ("tab-compiler", "Compiler"),
-    ("tab-validation", "Validation"),
-    ("tab-latency", "Latency"),
-    ("tab-candidates", "Candidates"),
-    ("tab-log", "Log"),
+# The panes, by number (the digit keys, Tab, and the tabs of the narrow layout) and by id.
+PANES: tuple[tuple[str, str], ...] = (
+    ("prompt-pane", "Prompt"),
+    ("kernel-pane", "Kernel"),
+    ("compiler-pane", "Compiler"),
+    ("validation-pane", "Validation"),
+    ("latency-pane", "Latency"),
+    ("candidates-pane", "Candidates"),
+    ("event-log", "Log"),
 )
+# How long a stop may take before the session's worker is cancelled outright: a stop cancels the
+# model requests at once; what remains is a compile or a GPU job finishing and being recorded.
+STOP_GRACE_S = 3.0
 
 
 def layout_for(size: Size) -> str:
@@ -94,30 +99,68 @@ def one_line(exc: BaseException) -> str:
 
 
 class RunScreen(Screen[None]):
+    AUTO_FOCUS = "#prompt-log"  # the first pane: the prompt and the reply as it streams
     BINDINGS: ClassVar[list[BindingType]] = [
+        # Letters, shown in the footer when they apply (this order: what matters most first, so at
+        # 80 columns Accept, Reject and Quit are always whole). Not priority: in a text field
+        # (the candidate filter) they type.
+        Binding("a", "accept", "Accept", id="run.accept"),
+        Binding("r", "reject", "Reject", id="run.reject"),
+        Binding("e", "edit", "Edit", id="run.edit"),
+        Binding("p", "pause", "Pause", id="run.pause"),
+        # The same key goes on: one id, so the config moves both.
+        Binding("p", "resume", "Resume", id="run.pause"),
+        Binding("s", "stop", "Stop", id="run.stop"),
+        Binding("f", "follow", "Follow", id="run.follow"),
+        Binding("question_mark", "help", "Help", key_display="?", id="run.help"),
+        Binding("q", "quit", "Quit", id="run.quit"),
+        Binding("m", "settings", "Model/N/D", show=False, id="run.settings"),
+        Binding("A", "auto_accept", "Auto-accept", show=False, id="run.auto_accept"),
+        Binding("slash", "filter", "Filter", key_display="/", show=False, id="run.filter"),
+        Binding("tab", "next_pane", "Next pane", show=False, id="run.next_pane"),
+        Binding("shift+tab", "previous_pane", "Previous pane", show=False, id="run.previous_pane"),
+        Binding("escape", "back", "Back", show=False, id="run.back"),
+        *(
+            Binding(str(i + 1), f"pane('{pane}')", title, show=False, id=f"run.pane{i + 1}")
+            for i, (pane, title) in enumerate(PANES)
+        ),
+        # F-keys: the same actions for terminals that pass them; priority, so they act anywhere. The
+        # footer shows one key an action: the letter, or the F-key where a text field takes letters.
         Binding("f1", "help", "Help", priority=True),
         Binding("f2", "accept", "Accept", priority=True),
         Binding("f3", "reject", "Reject", priority=True),
         Binding("f4", "edit", "Edit", priority=True),
         Binding("f5", "pause", "Pause", priority=True),
-        Binding("f6", "auto_accept", "Auto", priority=True),
-        Binding("f7", "settings", "N/D", priority=True),
+        Binding("f5", "resume", "Resume", priority=True),
+        Binding("f6", "auto_accept", "Auto-accept", show=False, priority=True),
+        Binding("f7", "settings", "Model/N/D", show=False, priority=True),
         Binding("f8", "stop", "Stop", priority=True),
         Binding("f9", "follow", "Follow", priority=True),
-        Binding("escape", "back", "Back", priority=True),
-        *(Binding(str(i + 1), f"tab('{tab}')", title, show=False) for i, (tab, title) in enumerate(TABS)),
     ]
     ACTION_HELP: ClassVar[dict[str, str]] = {
         "help": "this list",
         "accept": "make the round's winner the new best",
-        "reject": "drop the winner; the reason goes into the next prompt",
-        "edit": "edit the shown kernel (or write one in manual mode) and submit it through the three checks",
-        "pause": "pause before the next round, or resume",
-        "auto_accept": "accept every round's winner without asking",
-        "settings": "change N, D or the model from the next round on",
-        "stop": "stop after the work in flight is recorded",
-        "follow": "show whatever happens next (after picking a candidate in the tree)",
-        "back": "back to the start screen (when the session has ended)",
+        "reject": "drop the winner; the reason you give goes into the next prompt",
+        "edit": "edit the shown kernel (in manual mode: write the one asked for) in $EDITOR, or the built-in "
+        "editor when none is set; it is submitted through the same three checks",
+        "pause": "pause before the next round",
+        "resume": "go on (a round paused by a fault is retried)",
+        "stop": "stop the session: requests in flight are cancelled, what is recorded stays; again: at once",
+        "quit": "stop the session (it can be resumed) and quit; again: at once",
+        "settings": "change the model, its server, N or D (a paused round takes them at once)",
+        "auto_accept": "accept every round's winner without asking (on/off)",
+        "follow": "show whatever happens next again (after picking a candidate in the tree)",
+        "filter": "filter the candidates by label or state (Esc clears)",
+        "next_pane": "focus the next pane",
+        "previous_pane": "focus the previous pane",
+        "back": "back to the start screen (once the session has ended)",
+    }
+    # What the focused pane adds, for the help screen.
+    PANE_HELP: ClassVar[dict[str, list[tuple[str, str, str]]]] = {
+        "candidates-pane": [("enter", "show", "show the candidate in the other panes (the root: follow again)")],
+        "kernel-pane": [("{view}", "view", "source, plan, diff vs parent, diff vs best")],
+        "compiler-pane": [("enter", "jump", "show the diagnostic's line in the kernel pane")],
+        "latency-pane": [("+ / - / arrows / 0", "zoom", "zoom and pan the plot; 0 resets it")],
     }
 
     def __init__(self, request: SessionRequest, autostart: bool = True) -> None:
@@ -129,70 +172,69 @@ class RunScreen(Screen[None]):
         self.control = Controller(auto_accept=request.auto_accept, stop_when_paused=False)
         self.session: Session | None = None
         self.worker: Worker | None = None
+        self.server = ""  # the model's server, for the settings dialog
         self.pause_requested = False
+        self.quitting = False  # quit was asked for: leave once the session has stopped
+        self.editing = False  # the person is in an editor: a second edit waits
         self._allowed: tuple[object, ...] = ()
         self.layout_mode = "narrow"
-        with contextlib.suppress(Exception):  # no app yet when built outside one
-            self.layout_mode = layout_for(self.app.size)
+        self.active_pane = PANES[0][0]
+        self.panes: dict[str, Widget] = {}
 
     # ---- layout --------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         view = self.view
         yield TelemetryBar(id="telemetry")
-        panes = {
-            "tab-prompt": PromptPane(view, id="prompt-pane", classes="pane"),
-            "tab-kernel": KernelPane(view, id="kernel-pane", classes="pane"),
-            "tab-compiler": CompilerPane(view, id="compiler-pane", classes="pane"),
-            "tab-validation": ValidationPane(view, id="validation-pane", classes="pane"),
-            "tab-latency": LatencyPane(view, id="latency-pane", classes="pane"),
-            "tab-candidates": CandidateTree(view, id="candidates", classes="pane"),
-            "tab-log": EventLog(view, id="event-log", classes="pane"),
+        tabs = Tabs(
+            *(Tab(f"{i + 1} {title}", id=f"tab-{pane}") for i, (pane, title) in enumerate(PANES)), id="pane-tabs"
+        )
+        tabs.can_focus = False  # the digits and Tab move between panes; the tabs only name them
+        yield tabs
+        # In this order the wide layout's grid places them: the candidates, the prompt and the
+        # kernel on top; the log, the compiler, validation and latency below.
+        self.panes = {
+            "candidates-pane": CandidatesPane(view, id="candidates-pane", classes="pane"),
+            "prompt-pane": PromptPane(view, id="prompt-pane", classes="pane"),
+            "kernel-pane": KernelPane(view, id="kernel-pane", classes="pane"),
+            "event-log": EventLog(view, id="event-log", classes="pane"),
+            "compiler-pane": CompilerPane(view, id="compiler-pane", classes="pane"),
+            "validation-pane": ValidationPane(view, id="validation-pane", classes="pane"),
+            "latency-pane": LatencyPane(view, id="latency-pane", classes="pane"),
         }
-        if self.layout_mode == "wide":
-            with Horizontal(id="run-body"):
-                with Vertical(id="run-side"):
-                    yield panes["tab-candidates"]
-                    yield panes["tab-log"]
-                with Vertical(id="run-main"):
-                    with Horizontal(id="run-top"):
-                        yield panes["tab-prompt"]
-                        yield panes["tab-kernel"]
-                    with Horizontal(id="run-bottom"):
-                        yield panes["tab-compiler"]
-                        yield panes["tab-validation"]
-                        yield panes["tab-latency"]
-        else:
-            with TabbedContent(id="run-tabs"):
-                for tab, title in TABS:
-                    with TabPane(title, id=tab):
-                        yield panes[tab]
+        with Container(id="run-body"):
+            yield from self.panes.values()
         yield StatusLine(id="status")
         yield Footer(compact=True)
 
-    def _set_layout_classes(self) -> None:
-        self.set_class(self.layout_mode == "wide", "-wide")
-        self.set_class(self.layout_mode != "wide", "-narrow")
+    def _apply_layout(self) -> None:
+        wide = self.layout_mode == "wide"
+        self.set_class(wide, "-wide")
+        self.set_class(not wide, "-narrow")
+        for pane_id, pane in self.panes.items():
+            pane.set_class(pane_id == self.active_pane, "-active")
 
-    async def on_resize(self, event: events.Resize) -> None:
-        mode = layout_for(event.size)
+    def _check_layout(self, size: Size) -> None:
+        mode = layout_for(size)
         if mode != self.layout_mode:
             self.layout_mode = mode
-            self._set_layout_classes()
-            await self.recompose()  # the panes redraw from the view as they mount
-            self._after_compose()
+            self._apply_layout()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._check_layout(event.size)
+
+    def on_screen_resume(self) -> None:
+        self._check_layout(self.app.size)  # the terminal may have been resized under a dialog
 
     def on_mount(self) -> None:
-        self._set_layout_classes()
-        self._after_compose()
-        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._on_theme())
-        if self.worker is None and self.autostart:
-            self.worker = self.run_session()
-
-    def _after_compose(self) -> None:
+        self.layout_mode = layout_for(self.app.size)
+        self._apply_layout()
         bar = self.query_one(TelemetryBar)
         bar.set_sample(getattr(self.app, "telemetry_sample", None))
         bar.set_context(self._bar_context())
         self._update_status()
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._on_theme())
+        if self.worker is None and self.autostart:
+            self.worker = self.run_session()
 
     def _bar_context(self) -> str:
         v = self.view
@@ -210,6 +252,71 @@ class RunScreen(Screen[None]):
             pane.apply_theme()
         self._refresh({TREE})
 
+    # ---- panes and focus -------------------------------------------------------------------------
+    def _pane_of(self, widget: Widget | None) -> str | None:
+        while widget is not None:
+            if widget.id in self.panes and widget.parent is not None and widget.parent.id == "run-body":
+                return widget.id
+            widget = widget.parent  # type: ignore[assignment]
+        return None
+
+    def _show_pane(self, pane: str) -> None:
+        if pane not in self.panes:
+            return
+        if pane != self.active_pane:
+            self.active_pane = pane
+            self._apply_layout()
+        tabs = self.query_one("#pane-tabs", Tabs)
+        if tabs.active != f"tab-{pane}":
+            tabs.active = f"tab-{pane}"
+
+    def _focus_pane(self, pane: str, settled: bool = False) -> None:
+        """Focus the pane's main widget (a pane without one: the first focusable widget in it,
+        once the layout has been refreshed and it is in the focus chain)."""
+        target = self.panes[pane]
+        focus = getattr(target, "focus_target", None)
+        widget = focus() if callable(focus) else None
+        if widget is None and not settled:
+            self.call_after_refresh(self._focus_pane, pane, True)
+            return
+        if widget is None:
+            widget = next((w for w in self.focus_chain if target in w.ancestors_with_self), None)
+        if widget is not None and widget is not self.focused:
+            widget.focus()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """A click (or the Tab key) moved the focus: the pane it is in becomes the active one."""
+        pane = self._pane_of(event.widget)
+        if pane is not None and pane != self.active_pane:
+            self._show_pane(pane)
+
+    def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
+        event.stop()
+        pane = (event.tab.id or "").removeprefix("tab-")
+        if pane in self.panes and pane != self.active_pane:
+            self.action_pane(pane)
+
+    def action_pane(self, pane: str) -> None:
+        """Show a pane (its tab below 140x40) and put the focus in it, in either layout."""
+        self._show_pane(pane)
+        self._focus_pane(pane)
+
+    def _step_pane(self, step: int) -> None:
+        order = [p for p, _ in PANES]
+        self.action_pane(order[(order.index(self.active_pane) + step) % len(order)])
+
+    def action_next_pane(self) -> None:
+        self._step_pane(1)
+
+    def action_previous_pane(self) -> None:
+        self._step_pane(-1)
+
+    def action_filter(self) -> None:
+        self._show_pane("candidates-pane")
+        pane = self.panes["candidates-pane"]
+        assert isinstance(pane, CandidatesPane)
+        self.call_after_refresh(pane.open_filter)
+
     # ---- the session worker --------------------------------------------------------------------
     @work(exclusive=True, group="session", exit_on_error=False, name="session")
     async def run_session(self) -> None:
@@ -225,18 +332,33 @@ class RunScreen(Screen[None]):
             self.post_message(SessionError(one_line(exc)))
             return
         self.session = session
+        sessions = self.app.running_sessions  # type: ignore[attr-defined]
+        sessions.add(session.id, str(session.store.path))
         session.bus.subscribe(self._relay)
         manual = isinstance(session.provider, ManualProvider)
         self.post_message(
-            SessionOpened(session.id, session.task.name, session.provider.spec, session.env.notice, manual)
+            SessionOpened(
+                session.id,
+                session.task.name,
+                session.provider.spec,
+                session.env.notice,
+                manual,
+                server_of(session.provider) or "",
+            )
         )
         try:
             result = await session.run()
+        except asyncio.CancelledError:
+            # The app is leaving (a forced quit or stop, or a crash): the session is recorded as
+            # stopped, never left marked running; --resume continues it.
+            sessions.interrupted(session.id)
+            raise
         except Exception as exc:  # the loop recorded it and emitted Failed; say it, keep the app
             self.post_message(SessionError(one_line(exc)))
         else:
             self.post_message(SessionEnded(result.status, result.reason))
         finally:
+            sessions.discard(session.id)
             with contextlib.suppress(Exception):
                 await session.close()
 
@@ -247,21 +369,48 @@ class RunScreen(Screen[None]):
         else:
             self.post_message(EngineEvent(event))
 
-    async def shutdown(self, grace_s: float = 3.0) -> None:
-        """Stop the session, give it `grace_s` to record what is in flight, then cancel it."""
+    @property
+    def session_running(self) -> bool:
+        return self.worker is not None and not self.worker.is_finished
+
+    def request_stop(self) -> None:
+        """Stop the session: the loop cancels its model requests and records what is done. The
+        status line says so at once."""
         self.control.stop()
         manual = self.manual_provider()
         if manual is not None:
-            manual.cancel_all()
+            manual.cancel_all("stopped by the person")
+        if self.view.running and not self.view.stopping:
+            self.view.stopping = True
+            self.view.log.append("stopping: requests in flight are cancelled, what is recorded stays")
+        self._refresh({LOG, STATUS})
+        if self.session_running:
+            self.set_timer(STOP_GRACE_S, self._stop_overdue)
+
+    def _stop_overdue(self) -> None:
+        """A stop that has not ended the session within the grace period: end it now (what is
+        recorded stays; the work in flight is dropped)."""
+        if self.session_running and self.view.stopping:
+            self.view.log.append(f"the session did not stop within {STOP_GRACE_S:.0f} s: stopping it at once")
+            self._refresh({LOG})
+            self.force_stop()
+
+    def force_stop(self) -> None:
+        if self.worker is not None and not self.worker.is_finished:
+            self.worker.cancel()
+
+    async def shutdown(self, grace_s: float = STOP_GRACE_S) -> None:
+        """Stop the session, give it `grace_s` to record what is in flight, then cancel it."""
+        self.request_stop()
         worker = self.worker
         if worker is None or worker.is_finished:
             return
         with contextlib.suppress(Exception):
-            await _wait_for(worker, grace_s)
+            await asyncio.wait_for(worker.wait(), grace_s)
         if not worker.is_finished:
             worker.cancel()
             with contextlib.suppress(Exception):
-                await _wait_for(worker, grace_s)
+                await asyncio.wait_for(worker.wait(), max(grace_s, 1.0))
 
     def manual_provider(self) -> ManualProvider | None:
         provider = self.session.loop.provider if self.session is not None else None
@@ -276,15 +425,24 @@ class RunScreen(Screen[None]):
         self.view.session_id = message.session_id
         self.view.task, self.view.model = message.task, message.model
         self.view.manual = message.manual
+        self.server = message.server
         if message.notice:
             self.view.notice = message.notice
             self.view.log.append(message.notice)
         self._refresh({STATUS, LOG, TREE})
 
     def on_engine_event(self, message: EngineEvent) -> None:
-        changed = self.view.apply(message.event)
-        if isinstance(message.event, ev.SessionPaused | ev.SessionResumed):
+        event = message.event
+        changed = self.view.apply(event)
+        if isinstance(event, ev.SessionPaused | ev.SessionResumed):
             self.pause_requested = False
+        if isinstance(event, ev.Notice | ev.SessionResumed | ev.RoundStarted) and self.session is not None:
+            # A model change is taken by the loop at a safe point; show the one in use.
+            provider = self.session.loop.provider
+            if provider.spec != self.view.model:
+                self.view.model = provider.spec
+                self.server = server_of(provider) or ""
+                changed |= {STATUS}
         self._refresh(changed)
 
     def on_tokens_arrived(self, message: TokensArrived) -> None:
@@ -292,29 +450,45 @@ class RunScreen(Screen[None]):
         for pane in self.query(PromptPane):
             pane.append(message.label, message.text)
         if first:
-            self._refresh({TREE, STATUS})
+            self._refresh({TREE, STATUS} | ({PROMPT} if message.label == self.view.focus else set()))
 
     def on_session_ended(self, message: SessionEnded) -> None:
+        self.view.stopping = False
         self._refresh(self.view.ended(message.status, message.reason) | {LOG})
+        if self.quitting:
+            self.app.exit(0)
 
     def on_session_error(self, message: SessionError) -> None:
+        self.view.stopping = False
         self._refresh(self.view.failed(message.message))
+        if self.quitting:
+            self.app.exit(0)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The session's worker ended without a word from the session (it was cancelled: a forced
+        stop or quit): say so, and leave if that was the point."""
+        if event.worker is not self.worker or event.state not in (WorkerState.CANCELLED, WorkerState.ERROR):
+            return
+        self.view.stopping = False
+        if self.view.running:
+            self._refresh(self.view.ended("stopped", "stopped at once: the work in flight was dropped") | {LOG})
+        if self.quitting:
+            self.app.exit(0)
 
     def on_jump_to_line(self, message: JumpToLine) -> None:
         message.stop()
-        for tabs in self.query("#run-tabs").results(TabbedContent):
-            tabs.active = "tab-kernel"
+        self._show_pane("kernel-pane")
         self.query_one(KernelPane).jump_to(message.line, message.column)
 
     def on_candidate_chosen(self, message: CandidateChosen) -> None:
         message.stop()
-        self._refresh(self.view.set_focus(message.label, by_person=True) | {TREE})
+        self._refresh(self.view.set_focus(message.label, by_person=True) | {TREE, STATUS})
 
     def _refresh(self, changed: set[str]) -> None:
         if not changed or not self.is_mounted:
             return
         panes = (
-            (TREE, CandidateTree),
+            (TREE, CandidatesPane),
             (PROMPT, PromptPane),
             (KERNEL, KernelPane),
             (COMPILER, CompilerPane),
@@ -332,55 +506,78 @@ class RunScreen(Screen[None]):
             for bar in self.query(TelemetryBar):
                 bar.set_context(self._bar_context())
 
+    def keys(self) -> dict[str, str]:
+        """The key shown for each action the status line mentions (the config may have moved them)."""
+        return {a: key_of(self, a) for a in ("accept", "reject", "edit", "pause", "resume", "stop", "settings", "back")}
+
     def _update_status(self) -> None:
         for line in self.query(StatusLine):
-            line.show(self.view, self.control.auto_accept, self.manual_waiting())
-            if self.pause_requested and self.view.state == "running":
-                set_text(line, "‖ pause requested: the loop pauses before its next round (F5 cancels)")
+            line.show(self.view, self.control.auto_accept, self.manual_waiting(), self.keys())
+            if self.pause_requested and self.view.state in ("running", "awaiting") and not self.view.stopping:
+                set_text(
+                    line,
+                    f"‖ pause requested: the loop pauses before its next round ({self.keys()['resume']} cancels)",
+                )
         # The footer is rebuilt on every refresh_bindings(): only when what is allowed changed.
-        allowed = (self.view.state, self.view.awaiting is not None, self.view.follow, self.view.manual)
+        allowed = (
+            self.view.state,
+            self.view.awaiting is not None,
+            self.view.follow,
+            self.view.manual,
+            self.pause_requested,
+            self.view.stopping,
+        )
         if allowed != self._allowed:
             self._allowed = allowed
             self.refresh_bindings()
 
     # ---- actions ---------------------------------------------------------------------------------
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        return letters_first(super().active_bindings)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         view = self.view
-        running = view.running
+        live = view.running and view.state != "opening" and not view.stopping
+        paused = view.state == "paused" or self.pause_requested
         if action in ("accept", "reject"):
             return view.awaiting is not None
         if action == "edit":
-            return True if running and view.state != "opening" else None
-        if action in ("pause", "stop", "settings"):
-            return running and view.state != "opening"
+            return live
+        if action == "pause":
+            return live and not paused
+        if action == "resume":
+            return live and paused
+        if action in ("stop", "settings"):
+            return view.running
         if action == "auto_accept":
-            return running and not view.manual
+            return live and not view.manual
         if action == "follow":
             return not view.follow
         if action == "back":
-            return not running
+            return not view.running
         return True
 
     def action_help(self) -> None:
-        rows = []
-        for b in self.BINDINGS:
-            if isinstance(b, Binding) and b.show:
-                rows.append(
-                    (
-                        b.key.upper() if b.key.startswith("f") else b.key,
-                        b.description,
-                        self.ACTION_HELP.get(b.action, ""),
-                    )
-                )
-        rows.append(("1-7", "tabs", "show a pane (when they are tabs: below 140x40)"))
-        rows.append(("ctrl+t", "theme", "next theme (dark, light, high contrast); remembered"))
-        rows.append(("ctrl+p", "palette", "every action, searchable"))
-        rows.append(("ctrl+q", "quit", "stop the session (it can be resumed) and quit"))
+        """Every key of this screen as bound now (the config's [keys] table may have moved some),
+        and what the focused pane adds."""
+        rows = help_rows(self, self.ACTION_HELP, skip=("pane",))
+        rows.append(
+            (
+                "1-7",
+                "panes",
+                "show and focus a pane: " + ", ".join(f"{i + 1} {t}" for i, (_, t) in enumerate(PANES)),
+                "run.pane1-7",
+            )
+        )
+        pane = self._pane_of(self.focused)
+        view_key = key_of(self.panes["kernel-pane"], "next_view")
+        for key, what, text in self.PANE_HELP.get(pane or "", []):
+            rows.append((key.format(view=view_key), what, text + " (in this pane)", ""))
+        rows.append(("ctrl+t", "theme", "next theme (dark, light, high contrast); remembered", "app.theme"))
+        rows.append(("ctrl+p", "palette", "every action, searchable", ""))
+        rows.append(("ctrl+c / ctrl+q", "quit", "the same as q", "app.quit"))
         self.app.push_screen(HelpScreen("Run screen keys", rows))
-
-    def action_tab(self, tab: str) -> None:
-        for tabs in self.query("#run-tabs").results(TabbedContent):
-            tabs.active = tab
 
     def action_accept(self) -> None:
         if self.view.awaiting is not None:
@@ -398,45 +595,93 @@ class RunScreen(Screen[None]):
 
         self.app.push_screen(RejectScreen(label), rejected)
 
+    # -- editing ------------------------------------------------------------------------------------
     def action_edit(self) -> None:
-        manual = self.manual_provider()
+        if self.editing:
+            self.notify("an editor is open already", timeout=3)
+            return
+        request = self._edit_request()
+        if request is None:
+            return
+        self.editing = True
+        self._run_editor(request)
+
+    def _edit_request(self) -> EditRequest | None:
+        """What `e` edits: in manual mode the kernel asked for (a repair starts from the candidate
+        that failed, with its errors beside it); else the candidate shown, or the best."""
         best = self.view.best_source()
+        manual = self.manual_provider()
         if manual is not None and manual.waiting():
             key = manual.waiting()[0]
             label = candidate_label(key)
-            source, plan = source_of(None, best)
-
-            def written(result: EditResult | None) -> None:
-                if result is not None:
-                    manual.provide(key, compose_reply(result.source, result.plan_json))
-
-            self.app.push_screen(EditScreen(f"Write {label} (round {key.round})", source, plan), written)
-            return
+            failed = None
+            if key.attempt > 0:
+                before = candidate_label(RequestKey(key.round, key.attempt - 1, key.slot))
+                failed = self.view.candidates.get(before)
+            source, plan = source_of(failed, best) if failed is not None else source_of(None, best)
+            what = f", a repair of {failed.label}" if failed is not None else ""
+            return EditRequest(
+                f"Write {label} (round {key.round}{what})",
+                source,
+                plan,
+                failure_text(failed) if failed is not None else "",
+                manual_key=key,
+            )
         c = self.view.focused()
         source, plan = source_of(c, best)
         label = c.label if c is not None else (best.label if best is not None else "")
         if not source:
-            self.notify("no kernel to edit yet", severity="warning")
-            return
+            self.notify("no kernel to edit yet", severity="warning", timeout=4)
+            return None
+        errors = failure_text(c) if c is not None and c.judgement is not None and c.judgement.failed else ""
+        return EditRequest(f"Edit {label}", source, plan, errors, based_on=label)
 
-        def edited(result: EditResult | None) -> None:
-            if result is not None:
-                self.control.submit_edit(result.source, result.plan_json, based_on=label)
-                self.view.log.append(
-                    f"your edit of {label} was submitted: it is judged now if a decision is pending, "
-                    "else at the end of the round"
+    @work(group="editor", exit_on_error=False)
+    async def _run_editor(self, request: EditRequest) -> None:
+        try:
+            command = editor_command()
+            if command is not None:
+                result = await edit_externally(self.app, command, request)
+            else:
+                result = await self.app.push_screen_wait(
+                    EditScreen(request.title, request.source, request.plan, request.errors)
                 )
-                self._refresh({LOG})
+        finally:
+            self.editing = False
+        self._submit_edit(request, result)
 
-        self.app.push_screen(EditScreen(f"Edit {label}", source, plan), edited)
+    def _submit_edit(self, request: EditRequest, result: EditResult | str | None) -> None:
+        if isinstance(result, str):  # why nothing was submitted
+            self.notify(result, severity="warning", timeout=8, markup=False)
+            return
+        if result is None:
+            return
+        manual = self.manual_provider()
+        if request.manual_key is not None:
+            if manual is None or request.manual_key not in manual.waiting():
+                self.notify("that request is no longer waiting: nothing was submitted", severity="warning")
+                return
+            manual.provide(request.manual_key, compose_reply(result.source, result.plan_json))
+            return
+        if not self.view.running:
+            self.notify("the session has ended: nothing was submitted", severity="warning")
+            return
+        self.control.submit_edit(result.source, result.plan_json, based_on=request.based_on)
+        self.view.log.append(
+            f"your edit of {request.based_on} was submitted: it is judged now if a decision is pending, "
+            "else at the end of the round"
+        )
+        self._refresh({LOG})
 
+    # -- the loop -----------------------------------------------------------------------------------
     def action_pause(self) -> None:
-        if self.control.paused or self.view.state == "paused":
-            self.pause_requested = False
-            self.control.resume()
-        else:
-            self.pause_requested = True
-            self.control.pause()
+        self.pause_requested = True
+        self.control.pause()
+        self._update_status()
+
+    def action_resume(self) -> None:
+        self.pause_requested = False
+        self.control.resume()
         self._update_status()
 
     def action_auto_accept(self) -> None:
@@ -446,8 +691,10 @@ class RunScreen(Screen[None]):
 
     def action_settings(self) -> None:
         settings = self.view.settings
-        n = settings.candidates if settings else 4
-        d = settings.rounds if settings else 5
+        n = settings.candidates if settings else self.request.options.loop.candidates
+        d = settings.rounds if settings else self.request.options.loop.rounds
+        paused = self.view.state == "paused"
+        by_fault = paused and self.view.state_reason != "paused by the user"
 
         def changed(change: SettingsChange | None) -> None:
             if change is None:
@@ -456,21 +703,29 @@ class RunScreen(Screen[None]):
                 self.control.set_candidates(change.candidates)
             if change.rounds is not None:
                 self.control.set_rounds(change.rounds)
-            if change.model is not None:
-                self.control.set_model(change.model)
-            if change != SettingsChange():
+            if change.model is not None or change.server is not None:
+                self.control.set_model(change.model or self.view.model, change.server)
+            if change.retry_now and self.view.state == "paused":
+                self.view.log.append("settings changed: the paused session goes on now with them")
+                self.action_resume()
+            elif change != SettingsChange() and self.view.state == "paused":
+                self.view.log.append(f"settings changed: they apply when the session goes on ({self.keys()['resume']})")
+            elif change != SettingsChange():
                 self.view.log.append("settings change requested: it takes effect at the next round")
-                self._refresh({LOG})
+            self._refresh({LOG, STATUS})
 
-        self.app.push_screen(SettingsScreen(n, d, self.view.model), changed)
+        self.app.push_screen(SettingsScreen(n, d, self.view.model, self.server, paused, by_fault), changed)
 
     def action_stop(self) -> None:
-        self.control.stop()
-        manual = self.manual_provider()
-        if manual is not None:
-            manual.cancel_all("stopped by the person")
-        self.view.log.append("stop requested: the work in flight is recorded first")
-        self._refresh({LOG, STATUS})
+        if self.view.stopping and self.session_running:  # pressed again: do not wait any more
+            self.view.log.append("stopping at once")
+            self._refresh({LOG})
+            self.force_stop()
+            return
+        self.request_stop()
+
+    async def action_quit(self) -> None:
+        await self.app.action_quit()  # type: ignore[attr-defined]
 
     def action_follow(self) -> None:
         self.view.follow = True
@@ -480,7 +735,3 @@ class RunScreen(Screen[None]):
     def action_back(self) -> None:
         if not self.view.running:
             self.dismiss(None)
-
-
-async def _wait_for(worker: Worker, timeout_s: float) -> None:
-    await asyncio.wait_for(worker.wait(), timeout_s)

@@ -8,11 +8,11 @@ import time
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.coordinate import Coordinate
 from textual.screen import Screen
 from textual.widgets import (
     Button,
@@ -30,10 +30,12 @@ from textual.widgets.option_list import Option
 
 from cuda_llm.app.catalog import Catalog, TaskRow, load_catalog, load_tasks
 from cuda_llm.app.config import AppConfig
+from cuda_llm.app.keys import help_rows, letters_first
 from cuda_llm.app.messages import ModelsListed
 from cuda_llm.app.options import Choices, Defaults, SessionRequest, new_session, resume_session
 from cuda_llm.app.screens.modals import HelpScreen
 from cuda_llm.app.widgets.telemetry import TelemetryBar
+from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.errors import UserError
 from cuda_llm.engine.llm.ollama_provider import ollama_url
 
@@ -62,18 +64,30 @@ def _int(text: str, name: str, low: int, high: int | None = None) -> int:
 
 class StartScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
+        # Letters (not in a text field: there they type), shown in the footer when they apply and
+        # movable by the config's [keys] table; the F-keys beside them for terminals that pass them
+        # (the footer shows them where a text field takes the letters).
+        Binding("s", "start", "Start", id="start.start"),
+        Binding("r", "resume", "Resume", id="start.resume"),
+        Binding("l", "sessions", "Sessions", id="start.sessions"),
+        Binding("n", "new", "New session", id="start.new"),
+        Binding("slash", "filter", "Filter", key_display="/", id="start.filter"),
+        Binding("question_mark", "help", "Help", key_display="?", id="start.help"),
+        Binding("q", "quit", "Quit", id="start.quit"),
         Binding("f1", "help", "Help", priority=True),
-        Binding("f5", "start", "Start", priority=True),
-        Binding("f6", "resume", "Resume session", priority=True),
+        Binding("f2", "new", "New session", priority=True),
         Binding("f3", "sessions", "Sessions", priority=True),
-        Binding("f2", "new", "New", priority=True),
+        Binding("f5", "start", "Start", priority=True),
+        Binding("f6", "resume", "Resume", priority=True),
     ]
     ACTION_HELP: ClassVar[dict[str, str]] = {
         "help": "this list",
-        "start": "start a session with the task, model and settings chosen",
-        "resume": "continue the session selected in the Sessions tab",
+        "start": "start a session with the task, model and settings chosen (Enter in a field does too)",
+        "resume": "continue the session selected in the Sessions tab (Enter on it does too)",
         "sessions": "show the stored sessions",
         "new": "show the new-session choices",
+        "filter": "filter the task list (in the Sessions tab: the sessions); Esc clears",
+        "quit": "leave cuda-llm",
     }
 
     def __init__(self, defaults: Defaults, config: AppConfig) -> None:
@@ -85,6 +99,9 @@ class StartScreen(Screen[None]):
         self.models: list[ModelChoice] = []
         self.ollama_models: list[str] = []
         self.chosen_model: ModelChoice | None = None
+        # The model put in the field by default rather than by the person: a better default may
+        # replace it (ollama's first model, once the server answers).
+        self.preselected: str | None = None
 
     def compose(self) -> ComposeResult:
         c = self.config
@@ -119,15 +136,18 @@ class StartScreen(Screen[None]):
                         yield Label("stop at roofline share (0: never)")
                         yield Input(f"{c.target_roofline:g}", type="number", id="opt-target", compact=True)
                     yield Checkbox("auto-accept each round's winner", c.auto_accept, id="opt-auto", compact=True)
-                    yield Button("Start (F5)", variant="primary", id="start", compact=True)
+                    yield Button("Start (s / F5)", variant="primary", id="start", compact=True)
+                    # Right under the fields and the button it is about, not at the foot of the screen.
+                    yield Static(id="start-message")
             with TabPane("Sessions", id="tab-sessions"), Vertical(id="sessions-col"):
+                yield Input(placeholder="filter sessions (Esc clears)", id="sessions-filter", compact=True)
                 table = DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
                 table.add_columns("id", "task", "model", "status", "rounds", "best", "device", "updated")
                 yield table
                 yield Static(
-                    "Enter or F6 resumes the selected session; replay it from the model list.", id="sessions-hint"
+                    plain("Enter or r resumes the selected session; replay it from the model list (New session)."),
+                    id="sessions-hint",
                 )
-        yield Static(id="start-message")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -138,9 +158,30 @@ class StartScreen(Screen[None]):
         self.reload_catalog()
         self.list_ollama_models()
         self.query_one("#task-list", OptionList).focus()
+        self.query_one("#sessions-filter", Input).display = False
+        self.tell_about_crash()
+
+    def tell_about_crash(self) -> None:
+        """The last session stopped when the app crashed: say so once, on this next start."""
+        last = max(self.catalog.sessions, key=lambda s: s.updated_at, default=None)
+        if last is None or not last.crashed:
+            return
+        self.app.notify(
+            f"session {last.id} ({last.task}) stopped when cuda-llm crashed "
+            f"({last.message.removeprefix('crashed: ')}); it is recorded as stopped: resume it from "
+            "the Sessions tab (l, then r)",
+            severity="warning",
+            timeout=20,
+            markup=False,
+        )
 
     def on_screen_resume(self) -> None:
         self.reload_catalog()
+        # Back from a session: the lists, where the letter keys act (in a field they would type).
+        if self.query_one("#start-tabs", TabbedContent).active == "tab-sessions":
+            self.query_one("#sessions", DataTable).focus()
+        else:
+            self.query_one("#task-list", OptionList).focus()
 
     # ---- data --------------------------------------------------------------------------------
     def reload_catalog(self) -> None:
@@ -154,18 +195,21 @@ class StartScreen(Screen[None]):
     def fill_tasks(self, filter_text: str = "") -> None:
         options = self.query_one("#task-list", OptionList)
         wanted = filter_text.strip().lower()
-        rows = [t for t in self.tasks if not wanted or wanted in t.name.lower() or wanted in t.summary.lower()]
+        # Tasks whose name holds the text first (typing "vector" finds vector_add before the
+        # dot product "of two float32 vectors"), then those whose summary does.
+        named = [t for t in self.tasks if wanted in t.name.lower()]
+        rows = named + [t for t in self.tasks if t not in named and wanted in t.summary.lower()]
         highlighted = self.selected_task() or self.config.task
         options.clear_options()
         width = max((len(t.name) for t in rows), default=10)
         for t in rows:
             best = self.catalog.last_best.get(t.name, "")
-            text = Text(t.name.ljust(width + 1), style="bold")
-            text.append(f"{t.category:<9}", style="dim")
+            text = plain(t.name.ljust(width + 1), style="bold")
+            text.append_text(plain(f"{t.category:<9}", style="dim"))
             if t.error:
                 text.append(" broken task file", style="bold")
             elif best:
-                text.append(best.split(" (")[0])
+                text.append_text(plain(best.split(" (")[0]))
             options.add_option(Option(text, id=t.name, disabled=t.error is not None))
         for i, t in enumerate(rows):
             if t.name == highlighted:
@@ -187,22 +231,25 @@ class StartScreen(Screen[None]):
         row = next((t for t in self.tasks if t.name == name), None)
         summary = self.query_one("#task-summary", Static)
         if row is None:
-            summary.update("no task matches the filter")
+            set_text(summary, "no task matches the filter")
             return
         if row.error:
-            summary.update(f"{row.name}: {row.error}")
+            set_text(summary, f"{row.name}: {row.error}")
             return
         best = self.catalog.last_best.get(row.name)
-        summary.update(f"{row.summary}\nlast best: {best}" if best else f"{row.summary}\nnot optimised yet")
+        # The summary is the task file's text: shown literally (x[i] is an index, not markup).
+        set_text(summary, f"{row.summary}\nlast best: {best}" if best else f"{row.summary}\nnot optimised yet")
 
     def fill_sessions(self) -> None:
         table = self.query_one("#sessions", DataTable)
+        wanted = self.query_one("#sessions-filter", Input).value.strip().lower()
         table.clear()
         for s in self.catalog.sessions:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.updated_at))
-            table.add_row(
-                str(s.id), s.task, s.model, s.status, str(s.rounds), s.best or "-", s.device, when, key=str(s.id)
-            )
+            cells = (str(s.id), s.task, s.model, s.shown_status, str(s.rounds), s.best or "-", s.device, when)
+            if wanted and not any(wanted in c.lower() for c in cells):
+                continue
+            table.add_row(*(plain(c) for c in cells), key=str(s.id))
 
     def fill_models(self) -> None:
         host = self.defaults.host
@@ -220,14 +267,29 @@ class StartScreen(Screen[None]):
         options = self.query_one("#model-list", OptionList)
         options.clear_options()
         for i, m in enumerate(choices):
-            options.add_option(Option(m.title, id=f"model-{i}"))
-        wanted = self.query_one("#model-spec", Input).value.strip() or self.config.model
+            options.add_option(Option(plain(m.title), id=f"model-{i}"))
+        spec_input = self.query_one("#model-spec", Input)
+        typed = spec_input.value.strip()
+        chosen = typed if typed and typed != self.preselected else ""
+        wanted = chosen or self.config.model or ""
         endpoint = self.chosen_model.endpoint if self.chosen_model else self.config.endpoint
         for i, m in enumerate(choices):
             if m.spec == wanted and (m.endpoint == endpoint or not endpoint):
                 options.highlighted = i
                 self.chosen_model = m
-                break
+                if spec_input.value != m.spec:
+                    spec_input.value = m.spec
+                return
+        if chosen or (self.config.model and typed == self.config.model):
+            return  # typed by the person, or the last one used: kept even if no server lists it now
+        # Nothing chosen: the first model the local server offers, else manual, so the defaults
+        # start a session (Enter, Enter, s).
+        first = next((i for i, m in enumerate(choices) if m.spec.startswith("ollama:")), None)
+        if first is None:
+            first = next(i for i, m in enumerate(choices) if m.spec == "manual")
+        options.highlighted = first
+        self.pick_model(first)
+        self.preselected = choices[first].spec
 
     @work(exclusive=True, group="ollama", exit_on_error=False)
     async def list_ollama_models(self) -> None:
@@ -248,11 +310,11 @@ class StartScreen(Screen[None]):
     def on_models_listed(self, message: ModelsListed) -> None:
         status = self.query_one("#model-status", Static)
         if message.error:
-            status.update(message.error)
+            set_text(status, message.error)
             status.add_class("-error")
         else:
             status.remove_class("-error")
-            status.update(f"ollama at {message.url}: {len(message.models)} model(s)")
+            set_text(status, f"ollama at {message.url}: {len(message.models)} model(s)")
         self.ollama_models = message.models
         self.fill_models()
 
@@ -260,10 +322,29 @@ class StartScreen(Screen[None]):
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "task-filter":
             self.fill_tasks(event.value)
+        elif event.input.id == "sessions-filter":
+            self.fill_sessions()
+
+    def on_key(self, event: events.Key) -> None:
+        """Esc in a filter clears it and goes back to its list."""
+        if event.key != "escape":
+            return
+        focused = self.focused
+        if focused is not None and focused.id == "task-filter":
+            event.stop()
+            focused.value = ""  # type: ignore[attr-defined]
+            self.query_one("#task-list", OptionList).focus()
+        elif focused is not None and focused.id == "sessions-filter":
+            event.stop()
+            focused.value = ""  # type: ignore[attr-defined]
+            focused.display = False
+            self.query_one("#sessions", DataTable).focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "task-filter":
             self.query_one("#task-list", OptionList).focus()
+        elif event.input.id == "sessions-filter":
+            self.query_one("#sessions", DataTable).focus()
         elif event.input.id in ("model-spec", "opt-n", "opt-d", "opt-r", "opt-k", "opt-target"):
             self.action_start()
 
@@ -298,7 +379,7 @@ class StartScreen(Screen[None]):
     def say(self, text: str, error: bool = False) -> None:
         line = self.query_one("#start-message", Static)
         line.set_class(error, "-error")
-        line.update(text)
+        set_text(line, text)
 
     def choices(self) -> Choices:
         task = self.selected_task()
@@ -358,8 +439,8 @@ class StartScreen(Screen[None]):
         if table.row_count == 0:
             self.say("no stored sessions to resume", error=True)
             return
-        row = table.get_row_at(table.cursor_row)
-        session_id = int(row[0])
+        row_key, _ = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0))
+        session_id = int(str(row_key.value))
         self.say("")
         self.open_run(resume_session(self.defaults, session_id, self.query_one("#opt-auto", Checkbox).value))
 
@@ -376,16 +457,44 @@ class StartScreen(Screen[None]):
         self.query_one("#start-tabs", TabbedContent).active = "tab-new"
         self.query_one("#task-list", OptionList).focus()
 
+    def action_filter(self) -> None:
+        if self.query_one("#start-tabs", TabbedContent).active == "tab-sessions":
+            box = self.query_one("#sessions-filter", Input)
+            box.display = True
+            box.focus()
+            return
+        self.action_new()
+        self.query_one("#task-filter", Input).focus()
+
+    async def action_quit(self) -> None:
+        await self.app.action_quit()  # type: ignore[attr-defined]
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        return letters_first(super().active_bindings)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Start acts on the New session tab, Resume on the Sessions tab: a key never acts on a
+        choice that is not on the screen."""
+        if action == "filter":
+            return not isinstance(self.focused, Input)  # in a field, / types
+        if action not in ("start", "resume", "new", "sessions") or not self.is_mounted:
+            return True
+        tab = self.query_one("#start-tabs", TabbedContent).active
+        return {"start": "tab-new", "new": "tab-sessions", "resume": "tab-sessions", "sessions": "tab-new"}[
+            action
+        ] == tab
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self.refresh_bindings()
+
     def action_help(self) -> None:
-        rows = [
-            (b.key.upper(), b.description, self.ACTION_HELP.get(b.action, ""))
-            for b in self.BINDINGS
-            if isinstance(b, Binding)
-        ]
+        rows = help_rows(self, self.ACTION_HELP)
         rows += [
-            ("tab", "next field", "move between the task list, the model list and the settings"),
-            ("ctrl+t", "theme", "next theme (dark, light, high contrast); remembered"),
-            ("ctrl+p", "palette", "every action, searchable"),
-            ("ctrl+q", "quit", "leave cuda-llm"),
+            ("tab", "next field", "move between the task list, the model list and the settings", ""),
+            ("enter", "choose", "task list: on to the models; model list: on to N and D; a field: start", ""),
+            ("ctrl+t", "theme", "next theme (dark, light, high contrast); remembered", "app.theme"),
+            ("ctrl+p", "palette", "every action, searchable", ""),
+            ("ctrl+q / ctrl+c", "quit", "leave cuda-llm", "app.quit"),
         ]
         self.app.push_screen(HelpScreen("Start screen keys", rows))

@@ -1,14 +1,19 @@
-"""The candidates tree: rounds and their candidates, each with a status mark and word (compiling,
-wrong, crashed, timed out, correct, best...). Choosing one shows it in the other panes."""
+"""The candidates pane: a tree of rounds and their candidates, each with a status mark and word
+(compiling, wrong, crashed, timed out, correct, best...), its time and the person's decision, and a
+filter (`/`). Choosing one shows it in the other panes."""
 
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Tree
+from textual import events
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Input, Tree
 from textual.widgets.tree import TreeNode
 
 from cuda_llm.app.messages import CandidateChosen
 from cuda_llm.app.state import CandidateView, SessionView
+from cuda_llm.app.widgets.text import plain
 
 # Which theme variable colours each state.
 STATE_COLORS = {
@@ -24,21 +29,46 @@ STATE_COLORS = {
     "compiled": "status-compiled",
     "no reply": "status-wrong",
 }
+# The decisions, short: the tree's column is narrow and the mark must never be cut.
+DECISIONS = {"accepted": "accepted", "rejected": "rejected", "auto-accepted": "auto-accepted"}
 
-FOLLOW = "\0follow"  # the root's data: choosing it follows the session again
+FOLLOW = "\0follow"  # a node's data: choosing it follows the session again
+# Following the session, the rounds before the last few are folded as new ones come: the tree stays
+# readable, and cheap to redraw, over hundreds of rounds (Enter on a round opens it again).
+ROUNDS_OPEN = 3
 
 
 class CandidateTree(Tree[str]):
     def __init__(self, view: SessionView, **kwargs) -> None:
         super().__init__("session", data=FOLLOW, **kwargs)
         self.view = view
-        self.border_title = "candidates"
-        self.show_root = True
+        self.show_root = False  # the pane's title names the session; the column is for candidates
         self.guide_depth = 2
         self._rounds: dict[int, TreeNode[str]] = {}
         self._leaves: dict[str, TreeNode[str]] = {}
         self._baseline: TreeNode[str] | None = None
-        self._labels: dict[str, str] = {}  # what each leaf shows: a node is redrawn only when it changes
+        self._labels: dict[str, str] = {}  # what the baseline's leaf shows: redrawn only when it changes
+        self._signatures: dict[str, tuple] = {}  # what each candidate's leaf was drawn from
+        self._scrolled_to: TreeNode[str] | None = None
+        self.filter_text = ""  # shown: candidates whose label, state or decision holds it
+
+    def set_filter(self, text: str) -> None:
+        """Show only the candidates whose label, state or decision holds `text` (rebuilt)."""
+        text = text.strip().lower()
+        if text == self.filter_text:
+            return
+        self.filter_text = text
+        self.clear()
+        self._rounds, self._leaves, self._baseline, self._labels = {}, {}, None, {}
+        self._signatures, self._scrolled_to = {}, None
+        self.root.expand()
+        self.show()
+
+    def _shown(self, c: CandidateView) -> bool:
+        if not self.filter_text:
+            return True
+        words = f"{c.label} {self.view.word(c.state)} {c.decision or ''}".lower()
+        return self.filter_text in words
 
     def on_mount(self) -> None:
         self.root.expand()
@@ -47,12 +77,7 @@ class CandidateTree(Tree[str]):
     def show(self) -> None:
         view = self.view
         colors = self.app.theme_variables
-        follow = " (following)" if view.follow else ""
-        title = f"session {view.session_id}: {view.task}" if view.session_id is not None else "session"
-        if self._labels.get("\0root") != title + follow:
-            self._labels["\0root"] = title + follow
-            self.root.set_label(Text(title + follow, style="bold"))
-        if view.baseline is not None:
+        if view.baseline is not None and not self.filter_text:
             base = view.baseline
             timing = f" {base.timing.median_us:.1f} us" if base.timing else ""
             mark = "★ " if view.best_label == base.label else "· "
@@ -62,36 +87,110 @@ class CandidateTree(Tree[str]):
             elif self._labels.get(base.label) != text.markup:
                 self._baseline.set_label(text)
             self._labels[base.label] = text.markup
-        for round_, members in sorted(view.rounds().items()):
+        newest: TreeNode[str] | None = None
+        for round_, all_members in sorted(view.rounds().items()):
+            members = [c for c in all_members if self._shown(c)]
+            if not members:
+                continue
             node = self._rounds.get(round_)
             if node is None:
                 node = self.root.add(f"round {round_}", data=FOLLOW, expand=True)
                 self._rounds[round_] = node
+                old = self._rounds.get(round_ - ROUNDS_OPEN)
+                if view.follow and not self.filter_text and old is not None:
+                    old.collapse()
             for c in members:
-                text = self.label_for(c, colors)
+                # What the label depends on: it is rebuilt only when one of these changed (a long
+                # session has hundreds of candidates, and most events change one of them).
+                best = c.label == view.best_label
+                sig = (view.mark(c), c.state, c.median_us, c.decision, c.label == view.focus, best, self.app.theme)
                 leaf = self._leaves.get(c.label)
                 if leaf is None:
-                    self._leaves[c.label] = node.add_leaf(text, data=c.label)
-                elif self._labels.get(c.label) != text.markup:
-                    leaf.set_label(text)
-                self._labels[c.label] = text.markup
+                    leaf = self._leaves[c.label] = node.add_leaf(self.label_for(c, colors), data=c.label)
+                elif self._signatures.get(c.label) != sig:
+                    leaf.set_label(self.label_for(c, colors))
+                self._signatures[c.label] = sig
+                newest = leaf
+        # Following the session: the newest candidate in view (the person scrolls freely otherwise).
+        if view.follow and newest is not None and newest is not self._scrolled_to:
+            self._scrolled_to = newest
+            self.call_after_refresh(self.scroll_to_node, newest, False)  # once the tree has its lines
 
     def label_for(self, c: CandidateView, colors: dict[str, str]) -> Text:
+        """`★ r1-2 40.0 us best · accepted`, `✗ r1-1 compile error`: the mark, the label, then what
+        matters most first (a time says the kernel is correct, so "correct" is left out)."""
         view = self.view
         best = c.label == view.best_label and c.judgement is not None and c.judgement.is_correct
         state = "best" if best else c.state
         style = colors.get(STATE_COLORS.get(state, "status-pending"), "")
-        words = view.word(c.state) + (" best" if best else "")
         text = Text(f"{view.mark(c)} ", style=style)
-        text.append(c.label, style="bold underline" if c.label == view.focus else "bold")
-        text.append(f" {words}", style=style)
+        text.append_text(plain(c.label, style="bold underline" if c.label == view.focus else "bold"))
         if c.median_us is not None:
             text.append(f" {c.median_us:.1f} us")
+        words = "" if c.state == "correct" and c.median_us is not None else view.word(c.state)
+        words += " best" if best else ""
+        if words.strip():
+            text.append(f" {words.strip()}", style=style)
         if c.decision:
-            text.append(f" · {c.decision}", style="italic")
+            text.append(f" · {DECISIONS.get(c.decision, c.decision)}", style="italic")
         return text
 
     def on_tree_node_selected(self, event: Tree.NodeSelected[str]) -> None:
         event.stop()
         data = event.node.data
         self.post_message(CandidateChosen(None if data in (None, FOLLOW) else data))
+
+
+class CandidatesPane(Vertical):
+    """The candidate tree under its title, with the filter `/` opens."""
+
+    def __init__(self, view: SessionView, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.view = view
+        self.border_title = "6 candidates"
+        self.candidate_tree = CandidateTree(view, id="candidates")
+        self.filter_input = Input(placeholder="filter: label, state, decision", id="candidate-filter", compact=True)
+
+    def compose(self) -> ComposeResult:
+        yield self.filter_input
+        yield self.candidate_tree
+
+    def on_mount(self) -> None:
+        self.filter_input.display = False
+        self._title()
+
+    def _title(self) -> None:
+        view = self.view
+        name = f"6 session {view.session_id}: {view.task}" if view.session_id is not None else "6 candidates"
+        follow = " · following" if view.follow else ""
+        filtered = f" · filter {self.candidate_tree.filter_text!r}" if self.candidate_tree.filter_text else ""
+        self.border_title = plain(name + follow + filtered)
+
+    def focus_target(self) -> Tree:
+        return self.candidate_tree
+
+    def show(self) -> None:
+        self._title()
+        self.candidate_tree.show()
+
+    def open_filter(self) -> None:
+        self.filter_input.display = True
+        self.filter_input.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.candidate_tree.set_filter(event.value)
+        self._title()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if not event.value.strip():
+            self.filter_input.display = False
+        self.candidate_tree.focus()
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key == "escape" and self.filter_input.has_focus:
+            event.stop()
+            self.filter_input.value = ""
+            self.filter_input.display = False
+            self.candidate_tree.focus()

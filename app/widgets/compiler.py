@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
 from cuda_llm.app.messages import JumpToLine
 from cuda_llm.app.state import SessionView
-from cuda_llm.app.widgets.text import set_text
+from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.compile.result import CompileResult, Diagnostic
 
 
@@ -23,7 +24,7 @@ class CompilerPane(Vertical):
     def __init__(self, view: SessionView, **kwargs) -> None:
         super().__init__(**kwargs)
         self.view = view
-        self.border_title = "compiler"
+        self.border_title = "3 compiler"
         self._targets: list[tuple[int, int]] = []
 
     def compose(self) -> ComposeResult:
@@ -35,6 +36,9 @@ class CompilerPane(Vertical):
 
     def on_mount(self) -> None:
         self.show()
+
+    def focus_target(self) -> Widget:
+        return self.query_one("#compiler-diagnostics")
 
     def show(self) -> None:
         c = self.view.focused()
@@ -55,7 +59,7 @@ class CompilerPane(Vertical):
         if j.status == "format_error":
             set_text(summary, f"{c.label}: format error (not compiled): {j.message}")
             for line in j.detail.splitlines()[1:8]:
-                options.add_option(Option(line, disabled=True))
+                options.add_option(Option(plain(line), disabled=True))
             return
         if result is None:
             set_text(summary, f"{c.label}: {j.message}")
@@ -63,16 +67,16 @@ class CompilerPane(Vertical):
         set_text(summary, f"{c.label}: {self._headline(j.status, j.message, result)}")
         for d in result.diagnostics:
             self._targets.append((d.line or 0, d.column or 1))
-            options.add_option(Option(diagnostic_text(d), id=f"diag-{len(self._targets) - 1}"))
+            options.add_option(Option(plain(diagnostic_text(d)), id=f"diag-{len(self._targets) - 1}"))
         for w in j.warnings:
-            options.add_option(Option(f"note: {w}", disabled=True))
+            options.add_option(Option(plain(f"note: {w}"), disabled=True))
         occupancy = {}
         if j.validation is not None:
             occupancy = {r.kernel: f"{r.occupancy:.0%}" for r in j.validation.resources}
         for k in result.kernels:
             spills = f"{k.spill_store_bytes}/{k.spill_load_bytes}"
             table.add_row(
-                k.name,
+                plain(k.name),
                 str(k.registers),
                 str(k.shared_bytes),
                 str(k.stack_frame_bytes),

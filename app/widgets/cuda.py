@@ -38,6 +38,24 @@ def _language():  # a tree_sitter.Language, imported lazily
     return Language(tree_sitter_cuda.language())
 
 
+def release(area: TextArea) -> None:
+    """Let the area's document go. A syntax-aware document and its tree-sitter tree hold each other
+    (the tree keeps the document's read callback), a cycle through a C object that the garbage
+    collector cannot see into: without this, every document a highlighted TextArea ever showed stays
+    in memory (measured: hundreds of MiB over a long session)."""
+    document = area.document
+    if getattr(document, "_syntax_tree", None) is not None:
+        document._syntax_tree = None  # type: ignore[attr-defined]
+
+
+def load_source(area: TextArea, text: str) -> None:
+    """`area.load_text(text)`, releasing the document it replaces."""
+    old = area.document
+    area.load_text(text)
+    if area.document is not old and getattr(old, "_syntax_tree", None) is not None:
+        old._syntax_tree = None  # type: ignore[attr-defined]
+
+
 def use_cuda(area: TextArea) -> bool:
     """Register and select CUDA highlighting on `area`; False when the grammar is not installed."""
     language, query = _language(), highlight_query()

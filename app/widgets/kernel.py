@@ -1,22 +1,26 @@
-"""The kernel pane: the focused candidate's CUDA source (highlighted), its launch plan, and a diff
-against the current best."""
+"""The kernel pane: the focused candidate's CUDA source (highlighted), its launch plan, a diff
+against its parent (the kernel it was written from) and one against the current best."""
 
 from __future__ import annotations
 
 import difflib
 import json
 import re
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import Static, TabbedContent, TabPane, TextArea
+from textual.widget import Widget
+from textual.widgets import Static, TabbedContent, TabPane, Tabs, TextArea
 
 from cuda_llm.app.state import CandidateView, SessionView
-from cuda_llm.app.widgets.cuda import use_cuda
+from cuda_llm.app.widgets.cuda import load_source, use_cuda
 from cuda_llm.app.widgets.text import set_text
 from cuda_llm.engine.contract.plan import LaunchPlan
 from cuda_llm.engine.judge.judgement import Judgement
+from cuda_llm.engine.terminal import terminal_safe
 
 _CUDA_BLOCK = re.compile(r"```(?:cuda|cu|c\+\+|cpp)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
 _JSON_BLOCK = re.compile(r"```json[ \t]*\n(.*?)(?:```|\Z)", re.S)
@@ -52,12 +56,21 @@ def launch_lines(plan: LaunchPlan) -> list[str]:
     return out
 
 
+# The pane's views, in the order `v` steps through them.
+VIEWS = ("kernel-source-tab", "kernel-plan-tab", "kernel-parent-tab", "kernel-diff-tab")
+
+
 class KernelPane(Vertical):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("v", "next_view", "Source/plan/diffs", show=False, id="kernel.view"),
+    ]
+
     def __init__(self, view: SessionView, **kwargs) -> None:
         super().__init__(**kwargs)
         self.view = view
-        self.border_title = "kernel"
+        self.border_title = "2 kernel"
         self._shown: tuple[str, str, str] | None = None
+        self._best_shown: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="kernel-title", classes="pane-title")
@@ -67,14 +80,37 @@ class KernelPane(Vertical):
             with TabPane("plan", id="kernel-plan-tab"):
                 yield Static(id="kernel-launches")
                 yield TextArea.code_editor("", language=None, read_only=True, id="kernel-plan")
-            with TabPane("diff vs best", id="kernel-diff-tab"), VerticalScroll():
+            with TabPane("diff vs parent", id="kernel-parent-tab"), VerticalScroll(id="kernel-parent-scroll"):
+                yield Static(id="kernel-parent-diff")
+            with TabPane("diff vs best", id="kernel-diff-tab"), VerticalScroll(id="kernel-diff-scroll"):
                 yield Static(id="kernel-diff")
 
     def on_mount(self) -> None:
         source = self.query_one("#kernel-source", TextArea)
         use_cuda(source)
+        for area in self.query(TextArea):
+            area.tab_behavior = "focus"  # read-only: Tab moves on to the next pane
+        # The tabs are switched with `v` (or a click): Tab and the digits move between panes.
+        self.query_one("#kernel-tabs", TabbedContent).query_one(Tabs).can_focus = False
         self.apply_theme()
         self.show()
+
+    def focus_target(self) -> Widget | None:
+        """The widget of the view shown: the source or plan text, or a diff."""
+        active = self.query_one("#kernel-tabs", TabbedContent).active
+        targets = {
+            "kernel-source-tab": "#kernel-source",
+            "kernel-plan-tab": "#kernel-plan",
+            "kernel-parent-tab": "#kernel-parent-scroll",
+            "kernel-diff-tab": "#kernel-diff-scroll",
+        }
+        return self.query_one(targets.get(active, "#kernel-source"))
+
+    def action_next_view(self) -> None:
+        tabs = self.query_one("#kernel-tabs", TabbedContent)
+        current = VIEWS.index(tabs.active) if tabs.active in VIEWS else -1
+        tabs.active = VIEWS[(current + 1) % len(VIEWS)]
+        self.call_after_refresh(lambda: self.focus_target().focus())
 
     def apply_theme(self) -> None:
         from cuda_llm.themes import CODE_THEMES, code_theme_for
@@ -97,13 +133,14 @@ class KernelPane(Vertical):
         best_label = best.label if best else ""
         title = self._title(c, label, best_label)
         set_text(self.query_one("#kernel-title", Static), title)
-        if self._shown == (label, source, plan) and best_label == getattr(self, "_best_shown", None):
+        if self._shown == (label, source, plan) and best_label == self._best_shown:
             return
         self._shown, self._best_shown = (label, source, plan), best_label
         area = self.query_one("#kernel-source", TextArea)
-        if area.text != source:
-            area.load_text(source)
-        self.query_one("#kernel-plan", TextArea).load_text(plan)
+        shown_source = terminal_safe(source)
+        if area.text != shown_source:
+            load_source(area, shown_source)
+        self.query_one("#kernel-plan", TextArea).load_text(terminal_safe(plan))
         launches = ""
         if c is not None and c.judgement is not None and c.judgement.candidate is not None:
             launches = "\n".join(launch_lines(c.judgement.candidate.plan))
@@ -112,6 +149,15 @@ class KernelPane(Vertical):
         set_text(self.query_one("#kernel-launches", Static), launches)
         best_src = best.candidate.source if best is not None and best.candidate is not None else ""
         set_text(self.query_one("#kernel-diff", Static), self._diff(best_label, best_src, label, source))
+        parent_label = view.parent_of(label) if c is not None else None
+        parent = view.judgement_of(parent_label)
+        parent_src = parent.candidate.source if parent is not None and parent.candidate is not None else ""
+        set_text(
+            self.query_one("#kernel-parent-diff", Static),
+            self._diff(parent_label or "", parent_src, label, source, "parent")
+            if parent_src
+            else Text(f"{label or 'this kernel'} has no parent on record"),
+        )
 
     def _title(self, c: CandidateView | None, label: str, best_label: str) -> str:
         if c is None:
@@ -121,11 +167,11 @@ class KernelPane(Vertical):
         best = " ★ best" if label == best_label else ""
         return f"{label}: {state}{timing}{best}"
 
-    def _diff(self, best_label: str, best_src: str, label: str, source: str) -> Text:
+    def _diff(self, best_label: str, best_src: str, label: str, source: str, what: str = "best") -> Text:
         if not source:
             return Text("no source yet")
         if not best_src or label == best_label:
-            return Text(f"{label} is the current best: nothing to compare")
+            return Text(f"{label} is the current {what}: nothing to compare")
         colors = self.app.theme_variables
         styles = {
             "+": colors.get("status-correct", "green"),
@@ -134,14 +180,14 @@ class KernelPane(Vertical):
         }
         out = Text()
         diff = difflib.unified_diff(
-            best_src.splitlines(), source.splitlines(), f"best {best_label}", label, lineterm="", n=2
+            best_src.splitlines(), source.splitlines(), f"{what} {best_label}", label, lineterm="", n=2
         )
         any_line = False
         for line in diff:
             any_line = True
             style = styles.get(line[:1], "") if not line.startswith(("+++", "---")) else "bold"
-            out.append(line + "\n", style=style)
-        return out if any_line else Text(f"{label} has the same source as the best ({best_label})")
+            out.append(terminal_safe(line) + "\n", style=style)
+        return out if any_line else Text(f"{label} has the same source as the {what} ({best_label})")
 
     def jump_to(self, line: int, column: int) -> None:
         """Show source line `line` (1-based) with the cursor on `column`."""

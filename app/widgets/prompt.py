@@ -6,13 +6,18 @@ import textwrap
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import Log, Static
 
 from cuda_llm.app.state import SessionView
 from cuda_llm.app.widgets.text import set_text
+from cuda_llm.engine.terminal import terminal_safe
 
 # Prompts run to hundreds of lines; a reply is cut at max_tokens. Both fit well inside this.
 MAX_LINES = 20_000
+# Wrapped prompts kept for going back to them: a few candidates at a few widths (a long session
+# would otherwise keep every prompt at every width the terminal ever had).
+WRAPPED_KEPT = 16
 
 
 class PromptPane(Vertical):
@@ -21,7 +26,7 @@ class PromptPane(Vertical):
     def __init__(self, view: SessionView, **kwargs) -> None:
         super().__init__(**kwargs)
         self.view = view
-        self.border_title = "prompt"
+        self.border_title = "1 prompt"
         self._label: str | None = None  # whose reply the log is showing
         self._width = 0
         self._shown: tuple[str, int, int, int] | None = None  # (label, round, attempt, width) in the log
@@ -34,6 +39,9 @@ class PromptPane(Vertical):
 
     def on_mount(self) -> None:
         self.show()
+
+    def focus_target(self) -> Widget:
+        return self.query_one("#prompt-log")
 
     def on_resize(self) -> None:
         width = self.query_one(Log).size.width
@@ -60,14 +68,16 @@ class PromptPane(Vertical):
         if shown == self._shown and len(reply) >= self._reply_len:
             # The same candidate, further on: append what is new (a judgement only changes the title).
             if len(reply) > self._reply_len:
-                log.write(reply[self._reply_len :])
+                log.write(terminal_safe(reply[self._reply_len :]))
                 self._reply_len = len(reply)
             return
         self._shown = shown
         log.clear()
         log.write_lines(self._prompt_lines(c.round, c.attempt))
-        log.write_line(f"── reply {c.label} " + "─" * 20)
-        log.write(reply)
+        # Log.write_line leaves the line open for the next write: the newline is written here, so
+        # the reply starts on a line of its own.
+        log.write(f"\n── reply {c.label} " + "─" * 20 + "\n")
+        log.write(terminal_safe(reply))
         self._reply_len = len(reply)
 
     def _prompt_lines(self, round_: int, attempt: int) -> list[str]:
@@ -79,12 +89,14 @@ class PromptPane(Vertical):
             lines = []
             for message in self.view.prompts.get((round_, attempt), ()):
                 lines.append(f"── {message.role} " + "─" * 20)
-                for raw in message.content.splitlines():
+                for raw in terminal_safe(message.content).splitlines():
                     lines.extend(textwrap.wrap(raw, wrap, replace_whitespace=False, drop_whitespace=False) or [""])
             self._wrapped[key] = lines
+            while len(self._wrapped) > WRAPPED_KEPT:
+                del self._wrapped[next(iter(self._wrapped))]
         return lines
 
     def append(self, label: str, text: str) -> None:
         if label == self._label and self._shown is not None:
-            self.query_one(Log).write(text)
+            self.query_one(Log).write(terminal_safe(text))
             self._reply_len += len(text)

@@ -1,25 +1,73 @@
-"""The status line: the session's state in words, what the person can do now, and the last error."""
+"""The status line: the session's state in words, what the person can do now (with the keys as
+bound now), and the last error."""
 
 from __future__ import annotations
 
-from rich.text import Text
+from collections.abc import Mapping
+
 from textual.widgets import Static
 
 from cuda_llm.app.state import SessionView
-from cuda_llm.app.widgets.text import set_text
+from cuda_llm.app.widgets.text import plain, set_text
+from cuda_llm.engine.judge.judgement import BASELINE_LABEL
+
+# The keys the status line names, when the screen does not say (the defaults of app/screens/run.py).
+DEFAULT_KEYS = {
+    "accept": "a",
+    "reject": "r",
+    "edit": "e",
+    "pause": "p",
+    "resume": "p",
+    "stop": "s",
+    "settings": "m",
+    "back": "esc",
+}
 
 
-def status_text(view: SessionView, auto_accept: bool, manual_waiting: list[str]) -> tuple[str, str]:
+def _activity(view: SessionView, manual_waiting: list[str], keys: Mapping[str, str]) -> list[str]:
+    """What the running round is doing, each state counted once, in the words the panes use."""
+    cands = list(view.candidates.values())
+    retrying = sum(1 for c in cands if c.state == "waiting" and c.retrying)
+    waiting = sum(1 for c in cands if c.state == "waiting" and not c.retrying)
+    streaming = sum(1 for c in cands if c.state == "streaming")
+    judging = sum(1 for c in cands if c.state in ("compiling", "validating", "profiling"))
+    busy = []
+    if manual_waiting:
+        busy.append(f"{', '.join(manual_waiting)} waiting for your kernel: {keys['edit']} writes it")
+    else:
+        if retrying:
+            busy.append(f"{retrying} waiting to retry (see the log)")
+        if waiting:
+            busy.append(f"{waiting} waiting for the model")
+        if streaming:
+            busy.append(f"{streaming} streaming")
+    if judging:
+        busy.append(f"{judging} being judged")
+    return busy
+
+
+def status_text(
+    view: SessionView, auto_accept: bool, manual_waiting: list[str], keys: Mapping[str, str] | None = None
+) -> tuple[str, str]:
     """(text, state class) for the status line."""
+    k = {**DEFAULT_KEYS, **(keys or {})}
     best = view.best_source()
     best_part = ""
     if best is not None and best.timing is not None:
         speed = f" ({best.figures.speedup:.2f}x)" if best.figures and best.figures.speedup else ""
-        best_part = f" · best {best.label} {best.timing.median_us:.1f} us{speed}"
+        if best.label == BASELINE_LABEL:
+            best_part = f" · best: the baseline, {best.timing.median_us:.1f} us"
+        else:
+            best_part = f" · best {best.label} {best.timing.median_us:.1f} us{speed}"
     elif best is not None:
-        best_part = f" · best {best.label}"
+        best_part = " · best: the baseline" if best.label == BASELINE_LABEL else f" · best {best.label}"
     auto = " · auto-accept on" if auto_accept else ""
     state = view.state
+    if view.stopping and view.running:
+        return (
+            f"■ stopping: requests in flight are cancelled, what is recorded stays · {k['stop']} again: at once",
+            "paused",
+        )
     if state == "opening":
         return "opening the session: compiling the baseline, starting the GPU worker…", "opening"
     if state == "awaiting" and view.awaiting is not None:
@@ -27,32 +75,49 @@ def status_text(view: SessionView, auto_accept: bool, manual_waiting: list[str])
         faster = ""
         if view.awaiting.best_median_us and j.timing is not None and j.timing.median_us:
             faster = f" is {view.awaiting.best_median_us / j.timing.median_us:.2f}x faster than the best"
-        return f"◆ {j.label}{faster}: F2 accept · F3 reject (with a reason) · F4 edit it{auto}", "awaiting"
+        return (
+            f"◆ {j.label}{faster}: {k['accept']} accept · {k['reject']} reject (with a reason) · "
+            f"{k['edit']} edit it{auto}",
+            "awaiting",
+        )
     if state == "paused":
-        return f"‖ paused: {view.state_reason} · F5 resumes{best_part}", "paused"
+        return (
+            f"‖ paused: {view.state_reason} · {k['resume']} goes on · {k['settings']} changes the model"
+            + best_part
+            + auto,
+            "paused",
+        )
     if state in ("finished", "stopped"):
-        return f"■ {state}: {view.state_reason}{best_part} · Esc: back to the start screen", "ended"
+        nothing_timed = (
+            " · compile-only: nothing was timed, so no winner could be chosen and no decision asked"
+            if view.compile_only
+            else ""
+        )
+        return f"■ {state}: {view.state_reason}{best_part}{nothing_timed} · {k['back']}: back", "ended"
     if state == "failed":
-        return f"✗ failed: {view.error} · Esc: back to the start screen", "failed"
-    streaming = sum(1 for c in view.candidates.values() if c.state in ("waiting", "streaming"))
-    judging = sum(1 for c in view.candidates.values() if c.state in ("compiling", "validating", "profiling"))
+        return f"✗ failed: {view.error} · {k['back']}: back to the start screen", "failed"
     what = f"round {view.round}" + (f", repair {view.attempt}" if view.attempt else "")
-    busy = []
-    if manual_waiting:
-        busy.append(f"{', '.join(manual_waiting)} waiting for your kernel: F4 writes it")
-    elif streaming:
-        busy.append(f"{streaming} streaming")
-    if judging:
-        busy.append(f"{judging} being judged")
+    busy = _activity(view, manual_waiting, k)
     return f"● running {what}" + "".join(f" · {b}" for b in busy) + best_part + auto, "running"
 
 
 class StatusLine(Static):
-    def show(self, view: SessionView, auto_accept: bool, manual_waiting: list[str]) -> None:
-        text, state = status_text(view, auto_accept, manual_waiting)
+    def show(
+        self,
+        view: SessionView,
+        auto_accept: bool,
+        manual_waiting: list[str],
+        keys: Mapping[str, str] | None = None,
+    ) -> None:
+        text, state = status_text(view, auto_accept, manual_waiting, keys)
         for cls in ("opening", "awaiting", "paused", "ended", "failed", "running"):
             self.set_class(cls == state, f"-{cls}")
-        out = Text(text)
-        if view.error and state != "failed":
-            out.append(f"\n✗ {view.error}", style="bold")
+        out = plain(text)
+        # The last error, unless the state's own words already give it (a pause for it).
+        said = view.error and (view.error in text or view.error.partition(": ")[2] in text)
+        if view.error and state != "failed" and not said:
+            out.append_text(plain(f"\n✗ {view.error}", style="bold"))
         set_text(self, out)
+
+
+__all__ = ["StatusLine", "status_text"]

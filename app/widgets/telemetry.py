@@ -40,22 +40,28 @@ def telemetry_text(sample: TelemetrySample | None) -> str:
 
 
 class TelemetryBar(Horizontal):
-    """One line: the GPU on the right (always whole), the session on the left (cut to fit)."""
+    """One line: the GPU on the right (always whole), the session on the left (cut to fit).
+
+    The bar keeps its two parts itself rather than looking them up: the telemetry timer writes to
+    it once a second, whatever the screen is doing (a resize, a screen being pushed), and a write
+    must never depend on the widget tree being complete at that moment."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.sample: TelemetrySample | None = None
+        self._context_label = Static("cuda-llm", id="bar-context")
+        self._gpu_label = Static(telemetry_text(None), id="bar-gpu")
 
     def compose(self) -> ComposeResult:
-        yield Static("cuda-llm", id="bar-context")
-        yield Static(telemetry_text(None), id="bar-gpu")
+        yield self._context_label
+        yield self._gpu_label
 
     def set_context(self, text: str) -> None:
-        set_text(self.query_one("#bar-context", Static), text)
+        set_text(self._context_label, text)
 
     def set_sample(self, sample: TelemetrySample | None) -> None:
         self.sample = sample
-        set_text(self.query_one("#bar-gpu", Static), telemetry_text(sample))
+        set_text(self._gpu_label, telemetry_text(sample))
 
 
 TelemetrySampler = Callable[[], TelemetrySample | None]

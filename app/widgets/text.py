@@ -1,6 +1,13 @@
-"""Text on screen: updating a Static only when its text changes (an update re-lays out an auto-sized
-widget, and under a streaming session most updates would repeat what is already shown), and the last
-filter every line passes before it reaches the terminal."""
+"""Text from outside (replies, compiler logs, server errors, task files) on its way to a widget.
+
+Two rules hold for every such text: it is never read as markup (a task summary's `x[i]` is an index,
+not a style tag), and no control character in it reaches the terminal (a reply's `ESC ] 0 ;` would
+retitle the window; engine/terminal.py shows them as visible escapes instead). `plain()` does both;
+`set_text` updates a Static only when its text changes (an update re-lays out an auto-sized widget,
+and under a streaming session most updates would repeat what is already shown). Behind both,
+`OutsideTextFilter`, the last filter every rendered line passes, removes any control character a
+widget let through.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +17,7 @@ from textual.color import Color
 from textual.filter import LineFilter
 from textual.widgets import Static
 
-from cuda_llm.engine.terminal import has_controls, without_controls
+from cuda_llm.engine.terminal import has_controls, terminal_safe, without_controls
 
 
 class OutsideTextFilter(LineFilter):
@@ -34,8 +41,14 @@ class OutsideTextFilter(LineFilter):
         return out
 
 
+def plain(text: str, style: str = "") -> Text:
+    """`text` as a widget shows outside text: literally, and inert."""
+    return Text(terminal_safe(text), style=style)
+
+
 def set_text(widget: Static, content: str | Text) -> None:
-    key = content.markup if isinstance(content, Text) else content
+    shown = plain(content) if isinstance(content, str) else content
+    key = shown.markup
     if getattr(widget, "_cuda_llm_shown", None) != key:
         widget._cuda_llm_shown = key  # type: ignore[attr-defined]
-        widget.update(content)
+        widget.update(shown)

@@ -7,10 +7,11 @@ import math
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
 from cuda_llm.app.state import SessionView
-from cuda_llm.app.widgets.text import set_text
+from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.gpu.protocol import ValidationReport
 
 COLUMNS = ("size", "seed", "output", "index", "expected", "got", "abs err", "rel err")
@@ -50,7 +51,7 @@ class ValidationPane(Vertical):
     def __init__(self, view: SessionView, **kwargs) -> None:
         super().__init__(**kwargs)
         self.view = view
-        self.border_title = "validation"
+        self.border_title = "4 validation"
 
     def compose(self) -> ComposeResult:
         yield Static(id="validation-summary", classes="pane-title")
@@ -60,6 +61,9 @@ class ValidationPane(Vertical):
 
     def on_mount(self) -> None:
         self.show()
+
+    def focus_target(self) -> Widget:
+        return self.query_one("#mismatches")
 
     def show(self) -> None:
         c = self.view.focused()
@@ -83,6 +87,14 @@ class ValidationPane(Vertical):
         for m in j.validation.mismatches:
             size, seed = split_case(m.case)
             index = "(" + ", ".join(map(str, m.index)) + ")"
-            table.add_row(
-                size, seed, m.output, index, number(m.expected), number(m.got), number(m.abs_err), number(m.rel_err)
+            cells = (
+                size,
+                seed,
+                m.output,
+                index,
+                number(m.expected),
+                number(m.got),
+                number(m.abs_err),
+                number(m.rel_err),
             )
+            table.add_row(*(plain(cell) for cell in cells))

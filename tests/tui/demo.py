@@ -1,5 +1,6 @@
-"""A fixed run of engine events for snapshot tests: one round with a compile error, a wrong kernel,
-a repair with a correct and a crashed one, and a winner waiting for the person's decision.
+"""A fixed run of engine events for snapshot tests: the baseline and the vendor library timed, one
+round with a compile error, a wrong kernel, a repair with a correct and a crashed one, and a winner
+waiting for the person's decision.
 
 Built by hand (no compiler, no clock, no NVRTC version) so the screen is the same on every machine.
 """
@@ -16,7 +17,7 @@ from cuda_llm.engine.compile.result import CompileResult, Diagnostic, KernelReso
 from cuda_llm.engine.contract.plan import parse_plan
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.gpu.protocol import CaseReport, Fault, LaunchResources, Timing, ValidationReport
-from cuda_llm.engine.judge.judgement import Candidate, Judgement, RoundTiming
+from cuda_llm.engine.judge.judgement import Candidate, Judgement, LibraryResult, RoundTiming
 from cuda_llm.engine.judge.metrics import figures
 from cuda_llm.engine.llm.base import Completion, Message
 from cuda_llm.engine.settings import LoopSettings
@@ -151,6 +152,7 @@ def demo_events() -> list[ev.Event]:
     return [
         ev.SessionStarted(SID, "vector_add", "ollama:loop-model", "Fake H100 (sm_90)", LoopSettings(2, 3), at=0.0),
         ev.CandidateJudged(SID, "profiled", baseline),
+        ev.LibraryTimed(SID, LibraryResult("CuPy elementwise add", _timing("library", 35.0))),
         ev.RoundStarted(SID, 1, 0, PROMPT, 2),
         ev.RequestStarted(SID, "r1-1", 1, 0, 0),
         ev.RequestStarted(SID, "r1-2", 1, 0, 1),

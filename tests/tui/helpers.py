@@ -16,7 +16,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Log, OptionList, Static, TextArea, Tree
 
 from cuda_llm.app.app import CudaLlmApp
-from cuda_llm.app.options import Defaults
+from cuda_llm.app.options import Defaults, SessionRequest
 from cuda_llm.engine.llm.base import GenerateOptions, RetryPolicy
 from cuda_llm.engine.settings import LoopSettings
 
@@ -91,20 +91,25 @@ def make_app(
     gpu: FakeGpu | None = None,
     *,
     loop: LoopSettings = FAST_LOOP,
+    start: SessionRequest | None = None,
+    compile_only: bool = False,
     **config,
 ) -> CudaLlmApp:
-    """The app with its config and database under tmp_path, the fake GPU, and no NVML polling."""
+    """The app with its config and database under tmp_path, the fake GPU (compile_only: no GPU at
+    all, the real compile-only environment), and no NVML polling; `start` opens the run screen at
+    once, as `cuda-llm run` does."""
     gpu = gpu or FakeGpu()
 
     async def environment(_options):
         return fake_environment(gpu)
 
-    defaults = Defaults(db=str(tmp_path / "sessions.db"), host=host, loop=loop)
+    defaults = Defaults(db=str(tmp_path / "sessions.db"), host=host, loop=loop, compile_only=compile_only, arch="sm_90")
     return CudaLlmApp(
         defaults,
+        start,
         config_path=tmp_path / "tui.toml",
         config_overrides=config,
-        environment_factory=environment,
+        environment_factory=None if compile_only else environment,
         poll_telemetry=False,
     )
 

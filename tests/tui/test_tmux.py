@@ -1,125 +1,137 @@
-"""End to end in a real terminal: `cuda-llm` (python -m cuda_llm.app.launcher) in a detached tmux session
-against the loopback model server, compile-only. Keys go in with send-keys; the screen comes back
-with capture-pane. Skipped cleanly where tmux is missing."""
+"""End to end in a real terminal: `cuda-llm` in a detached tmux session against the loopback model
+server, compile-only. Keys go in with send-keys; the screen comes back with capture-pane (see
+tests/tui/tmux_driver.py). Skipped cleanly where tmux is missing."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-from scripted import chunked, reply
+from llm_servers import Reply
+from scripted import BROKEN_KERNEL, chunked, reply
 
-ROOT = Path(__file__).resolve().parents[2]
-SIZE = (160, 48)  # wide enough for every pane at once
-# Times the task filter is typed before the test gives up (keys sent before the app reads them are lost).
-FILTER_ATTEMPTS = 3
-STEP_S = 0.25
+from cuda_llm.engine.store.sessions import SessionStore
+from tui.helpers import reply_for
+from tui.tmux_driver import Tmux, app_command, laid_out_for
+
 START_S = 60.0  # the app's first start imports Textual and compiles the baseline
 SESSION_S = 90.0
+LAYOUT_S = 15.0  # the longest a resize may take to show (a loaded 2-core CI machine)
+KEY_S = 10.0
+# The sizes the resize test goes through, from 80x24, this many times.
+SIZES = ((200, 60), (120, 40), (80, 24))
+CYCLES = 20
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 
-class Tmux:
-    """One tmux server of our own (its own socket), so a developer's sessions are never touched."""
-
-    def __init__(self, name: str) -> None:
-        self.socket = f"cuda-llm-test-{os.getpid()}-{name}"
-        self.target = name
-
-    def run(self, *args: str) -> str:
-        done = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=20)
-        if done.returncode != 0:
-            raise RuntimeError(f"tmux {' '.join(args)}: {done.stderr.strip()}")
-        return done.stdout
-
-    def start(self, command: str, size: tuple[int, int]) -> None:
-        width, height = str(size[0]), str(size[1])
-        # A detached session's program can start before its terminal has the size -x/-y ask for
-        # (it sees 80x24), so the shell sets the size before the program starts.
-        command = f"stty cols {width} rows {height} && {command}"
-        self.run("new-session", "-d", "-s", self.target, "-x", width, "-y", height, command)
-
-    def keys(self, *keys: str) -> None:
-        self.run("send-keys", "-t", self.target, *keys)
-
-    def screen(self) -> str:
-        return self.run("capture-pane", "-p", "-t", self.target)
-
-    def wait_for(self, texts: list[str], timeout: float, what: str) -> str:
-        deadline = time.monotonic() + timeout
-        screen = ""
-        while time.monotonic() < deadline:
-            try:
-                screen = self.screen()
-            except RuntimeError:  # the app exited: the last screen says why
-                break
-            if all(t in screen for t in texts):
-                return screen
-            time.sleep(STEP_S)
-        missing = [t for t in texts if t not in screen]
-        raise AssertionError(f"waiting for {what}: {missing} not on the screen:\n{screen}")
-
-    def kill(self) -> None:
-        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=20)
+def _env(tmp_path, url: str) -> dict[str, str]:
+    return {"CUDA_LLM_HOME": str(tmp_path / "home"), "OLLAMA_HOST": url}
 
 
 def test_a_session_in_tmux(tmp_path, llm_server):
     llm_server.default = chunked(reply())
-    home = tmp_path / "home"
-    env = f"CUDA_LLM_HOME={home} PYTHONPATH={ROOT} OLLAMA_HOST={llm_server.url}"
-    app = (
-        f"{sys.executable} -m cuda_llm.app.launcher --compile-only --arch sm_90 --candidates 1 --rounds 1 "
-        f"--model ollama:loop-model --db {tmp_path / 'sessions.db'}"
-    )
+    args = ["--compile-only", "--arch", "sm_90", "--candidates", "1", "--rounds", "1"]
+    args += ["--model", "ollama:loop-model", "--db", str(tmp_path / "sessions.db")]
     tmux = Tmux("tui")
     try:
         # Textual draws on stderr, so nothing is redirected; a crash would show on the screen.
-        tmux.start(f"cd {ROOT} && env {env} {app}", SIZE)
+        tmux.start(app_command(args, _env(tmp_path, llm_server.url)), (160, 48))
         tmux.wait_for(["New session", "black_scholes", "loop-model"], START_S, "the start screen")
-        # The first frame is drawn before the app reads keys, and on a loaded machine keys sent too
-        # early are lost: type the filter again until the app has taken it.
-        for attempt in range(FILTER_ATTEMPTS):
+        # The first frame is drawn before the app reads keys, and keys sent too early are lost:
+        # type the filter again until the app has taken it.
+        for attempt in range(3):
             time.sleep(1.0)
-            tmux.keys("BTab")  # from the task list back to its filter
-            tmux.keys("-l", "vector_a")
+            tmux.keys("/")
+            tmux.text("vector_a")
             tmux.keys("Enter")
             try:
                 tmux.wait_for(["Element-wise sum"], 10, "vector_add's summary")
                 break
             except AssertionError:
-                if attempt == FILTER_ATTEMPTS - 1:
+                if attempt == 2:
                     raise
-                tmux.keys("C-u")  # clear whatever part of the filter did arrive
-        tmux.keys("F5")
+                tmux.keys("Escape")
+        tmux.keys("s")
         screen = tmux.wait_for(
             [
                 "r1-1: round 1 (compiled)",  # the prompt pane: the prompt, then the reply scrolled into view
                 "```json",
                 'extern "C" __global__ void vadd4',  # the kernel pane
                 "compiled for sm_90",  # the compiler pane
-                "compile-only (sm_90): nothing is timed",  # the latency pane
+                "nothing is",  # the latency pane
                 "finished: 1 rounds done",  # the status line
                 "r1-1 compiled",  # the candidates tree (its mark can trail the status line by a frame)
+                "no winner could be chosen",  # compile-only: why no decision was asked
             ],
             SESSION_S,
             "the session's content in every pane",
         )
         assert "Traceback" not in screen
         tmux.keys("C-q")
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                tmux.screen()
-            except RuntimeError:
-                break  # the app quit and tmux closed its window
-            time.sleep(STEP_S)
-        else:
-            pytest.fail("cuda-llm did not quit on Ctrl+Q")
+        tmux.wait_until(lambda _s: tmux.dead(), 20, "cuda-llm to quit on Ctrl+Q")
     finally:
         tmux.kill()
+
+
+def test_resizing_a_live_run_never_loses_a_pane(tmp_path, llm_server):
+    """80x24 -> 200x60 -> 120x40 -> 80x24, twenty times, while replies stream and the telemetry bar
+    changes every second: the app lays itself out for every size, and at the end it still answers
+    keys and stops cleanly (the session recorded as stopped, never left running)."""
+    good = reply_for("vadd4", "Four floats a thread. " * 6)
+    bad = reply(BROKEN_KERNEL)
+
+    def slowly(rec) -> Reply:
+        # ~2 s a reply, two at a time, one in three a compile error: something always streams.
+        text = bad if len(llm_server.chat_requests) % 3 == 0 else good
+        return Reply.text(*[text[i : i + 12] for i in range(0, len(text), 12)], chunk_delay_s=0.02)
+
+    llm_server.default = slowly
+    db = tmp_path / "sessions.db"
+    args = ["run", "vector_add", "--model", "ollama:loop-model", "--compile-only", "--arch", "sm_90"]
+    args += ["-N", "2", "-D", "500", "-K", "0", "--db", str(db)]
+    tmux = Tmux("resize")
+    try:
+        tmux.start(app_command(args, _env(tmp_path, llm_server.url)), (80, 24))
+        tmux.wait_for(["streaming"], START_S, "the first reply streaming")
+        bars = set()
+        for cycle in range(CYCLES):
+            if cycle == CYCLES // 2:  # a dialog open while the sizes change: the screen under it follows
+                tmux.keys("?")
+                tmux.wait_for(["Run screen keys"], KEY_S, "the help")
+            for size in SIZES:
+                tmux.resize(*size)
+                if cycle == CYCLES // 2:
+                    tmux.wait_for(["Run screen keys"], LAYOUT_S, f"the help at {size}")
+                    continue
+                screen = tmux.wait_until(lambda s, size=size: laid_out_for(s, size), LAYOUT_S, f"the layout for {size}")
+                assert "Traceback" not in screen and "NoMatches" not in screen
+                bars.add(screen.splitlines()[0][-40:])
+            if cycle == CYCLES // 2:
+                tmux.keys("Escape")
+                tmux.wait_until(lambda s: laid_out_for(s, SIZES[-1]), LAYOUT_S, "the run screen after the help")
+        # A zoomed pane: split the window (the app gets half of it), zoom in and out, close the split.
+        tmux.zoom()
+        tmux.wait_until(lambda s: laid_out_for(s, SIZES[-1]), LAYOUT_S, "the layout after a zoom")
+        assert not tmux.dead(), tmux.screen()
+        assert len(bars) > 3, f"the telemetry bar did not change: {bars}"
+        assert len(llm_server.chat_requests) > 4, "the session did not go on while the sizes changed"
+        # Responsive: help opens and closes, then a stop shows at once and ends the session.
+        tmux.keys("?")
+        tmux.wait_for(["Run screen keys"], KEY_S, "the help")
+        tmux.keys("Escape")
+        tmux.wait_for(["running round"], KEY_S, "the run screen again", absent=["Run screen keys"])
+        tmux.keys("s")
+        tmux.wait_for(["stopp"], KEY_S, "the stop, said at once")
+        tmux.wait_for(["■ stopped"], 30, "the end of the session")
+        tmux.keys("q")
+        tmux.wait_until(lambda _s: tmux.dead(), 20, "cuda-llm to quit")
+    finally:
+        tmux.kill()
+    store = SessionStore(db)
+    try:
+        (record,) = store.sessions()
+        assert record.status == "stopped", (record.status, record.status_message)
+    finally:
+        store.close()

@@ -1,0 +1,275 @@
+"""One real session driven through tmux as a person drives it: `cuda-llm` against a scripted model
+server (the loopback server: real ollama client, real wire), the real judge (NVRTC, and the GPU
+worker when there is a GPU), keys sent with send-keys and the screens read back with capture-pane.
+
+The session, vector_add, N=2, D=3, from the start screen:
+  round 1: a kernel that does not compile and a correct vectorised one; the winner is REJECTED
+           with a reason (which reaches the next prompt);
+  round 2: a correct kernel with 512-thread blocks; it is EDITED in $EDITOR (a script stands in for
+           the person: 128-thread blocks), the edit goes through the three checks and is ACCEPTED;
+  round 3: the reply is still streaming when the person QUITS (q), then `cuda-llm run --resume ID`
+           RESUMES the session: the whole history must be back, and round 3 is asked again.
+
+With a GPU the candidates are validated and timed on it (the first run on a machine also measures
+its peaks: minutes). Without one the judge is compile-only: nothing is timed, no decision is asked,
+and the steps that need one are reported as not possible; `--fake-gpu` uses the fake GPU runner
+instead (as the UI tests do) so that every step runs.
+
+    python bench/tmux_session.py OUT_DIR [--tmux PATH] [--fake-gpu] [--size 160x48]
+
+It saves what the screen showed at each step under OUT_DIR (text, at most 8 files) and prints what
+each step showed; it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import re
+import shlex
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+START_S = 120.0
+DECISION_S = 900.0  # the first run on a GPU measures its peaks and the reference outputs
+STEP_S = 120.0
+REASON = "keep 256-thread blocks; no tail loop [i] please"
+# The person's editor: the launch plan's 512-thread blocks (and the grid that goes with them) made
+# 128-thread ones. Only the plan holds "512".
+EDITOR = """\
+import pathlib, sys
+path = pathlib.Path(sys.argv[1])
+path.write_text(path.read_text().replace("512", "128"))
+"""
+
+
+class Screens:
+    """The screens of each step, a file a step (a few captures each), at most 8 files."""
+
+    def __init__(self, out: Path, tmux) -> None:
+        self.out = out
+        self.tmux = tmux
+        self.files: list[Path] = []
+        out.mkdir(parents=True, exist_ok=True)
+
+    def save(self, step: str, *captions: tuple[str, str]) -> None:
+        path = self.out / f"{len(self.files) + 1}-{step}.txt"
+        text = "".join(f"==== {caption}\n{screen.rstrip()}\n\n" for caption, screen in captions)
+        path.write_text(text, encoding="utf-8")
+        self.files.append(path)
+
+    def now(self, caption: str) -> tuple[str, str]:
+        return caption, self.tmux.screen()
+
+
+def find(screen: str, pattern: str) -> str:
+    m = re.search(pattern, screen)
+    return m.group(0) if m else "(not on the screen)"
+
+
+def latency_lines(screen: str) -> list[str]:
+    """The latency pane's figures, as the 80x24 layout shows them (tab 5)."""
+    lines = [ln.strip() for ln in screen.splitlines()[3:]]
+    return [ln for ln in lines if ln.startswith(("best", "baseline", "library", "no timings", "compile-only"))]
+
+
+def narrow_panes(tmux, size: tuple[int, int]) -> tuple[str, str]:
+    """The candidates and the latency pane, each on the whole screen: at 80x24, tabs 6 and 5."""
+    from tui.tmux_driver import laid_out_for
+
+    tmux.resize(80, 24)
+    tmux.wait_for(["1 Prompt"], STEP_S, "the narrow layout")
+    tmux.keys("6")
+    time.sleep(1.0)
+    tree = tmux.screen()
+    tmux.keys("5")
+    time.sleep(1.0)
+    latency = tmux.screen()
+    tmux.resize(*size)
+    tmux.wait_until(lambda s: laid_out_for(s, size), STEP_S, f"the layout for {size}")
+    return tree, latency
+
+
+def run(out: Path, tmux_path: str | None, fake_gpu: bool, size: tuple[int, int]) -> None:
+    from llm_servers import LoopbackLLMServer, Reply
+    from scripted import BROKEN_KERNEL, GOOD_KERNEL, GOOD_PLAN, reply
+    from tui.helpers import request_key
+    from tui.tmux_driver import Tmux, app_command
+
+    from cuda_llm.engine.store.sessions import SessionStore
+
+    def streamed(text: str, delay: float = 0.01) -> Reply:
+        return Reply.text(*[text[i : i + 16] for i in range(0, len(text), 16)], chunk_delay_s=delay)
+
+    good = reply(GOOD_KERNEL, GOOD_PLAN, "Four elements per thread with float4 loads; a scalar tail.")
+    wider = reply(
+        GOOD_KERNEL,
+        {"launches": [dict(GOOD_PLAN["launches"][0], grid=["cdiv(cdiv(n, 4), 512)"], block=[512])]},
+        "The same kernel with 512-thread blocks.",
+    )
+    asked: dict[tuple[int, int, int], int] = {}
+
+    def respond(rec) -> Reply:
+        key = request_key(rec)
+        asked[key] = asked.get(key, 0) + 1
+        if key[0] == 1:
+            return streamed(reply(BROKEN_KERNEL, GOOD_PLAN, "Vectorised, with a typo.") if key[2] == 0 else good)
+        if key[0] == 3 and asked[key] == 1:
+            return Reply.stall_mid(60.0, *[good[i : i + 16] for i in range(0, len(good), 16)], at=3)
+        return streamed(wider)
+
+    report: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp, LoopbackLLMServer() as server:
+        server.default = respond
+        db = Path(tmp) / "sessions.db"
+        editor = Path(tmp) / "editor.py"
+        editor.write_text(EDITOR)
+        env = {
+            "CUDA_LLM_HOME": str(Path(tmp) / "home"),
+            "OLLAMA_HOST": server.url,
+            "EDITOR": f"{shlex.quote(sys.executable)} {shlex.quote(str(editor))}",
+        }
+        gpu_args = ["--fake-gpu"] if fake_gpu else []
+        # --seed 0: each request carries its (round, attempt, slot) in its seed, so the scripted
+        # server answers each one as planned whatever order they arrive in.
+        args = [*gpu_args, "--model", "ollama:loop-model", "-N", "2", "-D", "3", "-R", "1", "-K", "0", "--seed", "0"]
+        args += ["--target-roofline", "0", "--db", str(db)]
+        tmux = Tmux("session", tmux_path)
+        screens = Screens(out, tmux)
+        try:
+            tmux.start(app_command(args, env), size)
+            tmux.wait_for(["New session", "vector_add"], START_S, "the start screen")
+            time.sleep(1.0)  # keys sent before the app reads them are lost
+            tmux.keys("/")
+            tmux.text("vector_add")
+            tmux.keys("Enter")
+            tmux.wait_for(["Element-wise sum"], STEP_S, "vector_add's summary")
+            start = tmux.screen()
+            tmux.keys("s")
+            first = tmux.wait_until(
+                lambda s: "◆ r1-" in s or "round 2" in s or "■ finished" in s or "✗ failed" in s,
+                DECISION_S,
+                "round 1's decision",
+            )
+            device = find(first, r"(compile-only \(sm_\d+\)|Fake H100 \(sm_\d+\)|NVIDIA[^·\n]*?\(sm_\d+\))")
+            screens.save("start-and-round-1", ("the start screen, vector_add chosen", start), ("round 1", first))
+            compile_only = "compile-only" in device
+            report.append(f"judge: {device}")
+            if compile_only:
+                report.append("compile-only: nothing is timed, so no decision is asked (reject, edit, accept skipped)")
+                third = tmux.wait_until(lambda s: "r3-" in s and "streaming" in s, DECISION_S, "round 3 streaming")
+                tree, latency = narrow_panes(tmux, size)
+                screens.save(
+                    "round-3",
+                    ("round 3 streaming", third),
+                    ("the candidates", tree),
+                    ("the latency pane", latency),
+                )
+            else:
+                # Round 1: reject the winner, with a reason.
+                winner = find(first, r"◆ (r1-\S+)").removeprefix("◆ ")
+                tmux.keys("r")
+                tmux.wait_for(["Reject r1-"], STEP_S, "the reason dialog")
+                tmux.text(REASON)
+                dialog = tmux.screen()
+                tmux.keys("Enter")
+                second = tmux.wait_until(lambda s: "◆ r2-" in s, DECISION_S, "round 2's decision")
+                screens.save("reject", ("the reason typed", dialog), ("round 2's decision", second))
+                report.append(f"round 1: {winner} rejected with a reason: {REASON!r}")
+                # Round 2: edit the winner in $EDITOR; the edit is judged and waits; accept it.
+                tmux.keys("e")
+                edited = tmux.wait_until(lambda s: "◆ r2-edit1" in s, DECISION_S, "the edited kernel's decision")
+                tmux.keys("2")  # the kernel pane: the edit's source, plan and diffs
+                time.sleep(1.0)
+                kernel = tmux.screen()
+                tmux.keys("a")
+                third = tmux.wait_until(lambda s: "r3-" in s and "streaming" in s, DECISION_S, "round 3 streaming")
+                tree, latency = narrow_panes(tmux, size)
+                screens.save(
+                    "edit-and-accept",
+                    ("the edit judged, waiting", edited),
+                    ("the kernel pane", kernel),
+                    ("round 3 streaming", third),
+                    ("the candidates", tree),
+                    ("the latency pane", latency),
+                )
+                report.append("round 2: r2-edit1 (the winner with 128-thread blocks, from $EDITOR) judged and accepted")
+            report.append("latency pane: " + " | ".join(latency_lines(latency)))
+            # Quit mid-stream (round 3), then resume.
+            tmux.keys("q")
+            stopping = tmux.wait_until(lambda s: "stopping" in s or tmux.dead(), STEP_S, "the stop, said at once")
+            tmux.wait_until(lambda _s: tmux.dead(), STEP_S, "the app to quit")
+            store = SessionStore(db)
+            try:
+                record = store.sessions()[0]
+                session_id, status = record.id, record.status
+            finally:
+                store.close()
+            screens.save("quit", ("just after q", stopping))
+            report.append(f"quit during round 3: session {session_id} recorded as {status!r}")
+            tmux.kill()
+            tmux = Tmux("resumed", tmux_path)
+            screens.tmux = tmux
+            tmux.start(app_command([*gpu_args, "run", "--resume", str(session_id), "--db", str(db)], env), size)
+            resumed = tmux.wait_until(lambda s: "round 3" in s and "r1-" in s, DECISION_S, "the resumed history")
+            tree, latency = narrow_panes(tmux, size)
+            ended = tmux.wait_until(lambda s: "■ finished" in s or "◆ r3-" in s, DECISION_S, "round 3 again")
+            screens.save(
+                "resumed",
+                ("the resumed session", resumed),
+                ("its candidates at 80x24", tree),
+                ("its latency pane", latency),
+                ("round 3 asked again", ended),
+            )
+            history = [ln.strip() for ln in tree.splitlines() if re.match(r"^\s*[├└│▼]", ln)]
+            report.append("resumed history: " + " | ".join(h for h in history if h))
+            report.append("resumed latency pane: " + " | ".join(latency_lines(latency)))
+            report.append(f"round 3 asked again after the resume: {asked.get((3, 0, 0), 0)} requests in all")
+            tmux.keys("s")
+            time.sleep(2.0)
+            tmux.keys("q")
+            tmux.wait_until(lambda _s: tmux.dead(), STEP_S, "the app to quit")
+        finally:
+            tmux.kill()
+        store = SessionStore(db)
+        try:
+            record = store.sessions()[0]
+            verdicts = []
+            for c in store.candidates(record.id):
+                j = c.judgement
+                timing = f" {j.timing.median_us:.1f} us" if j is not None and j.timing is not None else ""
+                why = f": {c.decision_reason}" if c.decision_reason else ""
+                decision = f" ({c.decision}{why})" if c.decision else ""
+                verdicts.append(f"{c.label} {j.status if j else 'no verdict'}{timing}{decision}")
+            prompts = [" ".join(m.content for m in (store.prompt(record.id, r, 0) or [])) for r in (2, 3)]
+            final = f"session {record.id}: {record.status} ({record.status_message}); best {record.best_label}"
+        finally:
+            store.close()
+    print(f"cuda-llm through tmux: {platform.node()}, Python {platform.python_version()}")
+    for line in report:
+        print(f"  {line}")
+    print("  verdicts: " + "; ".join(verdicts))
+    if any(REASON in v for v in verdicts):
+        print(f"  the rejection's reason in the next prompt: {any(REASON in p for p in prompts)}")
+    print(f"  {final}")
+    print(f"  screens: {', '.join(str(f) for f in screens.files)}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("out", type=Path, help="where the screens are saved (text files, at most 8)")
+    p.add_argument("--tmux", help="the tmux binary (default: tmux on PATH)")
+    p.add_argument("--fake-gpu", action="store_true", help="without a GPU: judge with the fake GPU runner")
+    p.add_argument("--size", default="160x48", help="the terminal size (default 160x48: the panes side by side)")
+    args = p.parse_args()
+    width, height = (int(v) for v in args.size.lower().split("x"))
+    run(args.out, args.tmux, args.fake_gpu, (width, height))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""A long session must not pile up what the panes showed before: the kernel pane's highlighted
+documents (each holds its tree-sitter tree and the tree holds it back) are let go."""
+
+from __future__ import annotations
+
+import gc
+
+from textual.document._syntax_aware_document import SyntaxAwareDocument
+
+from cuda_llm.app.messages import EngineEvent, SessionOpened
+from cuda_llm.app.options import SessionRequest
+from cuda_llm.app.screens.run import RunScreen
+from cuda_llm.engine.fsr.session import SessionOptions
+from tui.demo import demo_events
+from tui.helpers import make_app
+
+SHOWN = 60  # kernels shown one after the other
+
+
+def alive() -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, SyntaxAwareDocument))
+
+
+async def test_the_kernel_pane_lets_go_of_what_it_showed(tmp_path, refused_url):
+    app = make_app(tmp_path, refused_url)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = RunScreen(SessionRequest(SessionOptions("vector_add", "ollama:loop-model")), autostart=False)
+        await app.push_screen(screen)
+        screen.post_message(SessionOpened(7, "vector_add", "ollama:loop-model", None, False))
+        for event in demo_events():
+            screen.post_message(EngineEvent(event))
+        await pilot.pause()
+        before = alive()
+        for i in range(SHOWN):  # the person goes back and forth between two kernels
+            screen.view.set_focus("r1-2" if i % 2 else "r1-fix1-1", by_person=True)
+            screen.query_one("#kernel-pane").show()
+        await pilot.pause()
+        assert "vadd_wrong" in screen.query_one("#kernel-source").text  # the last shown: r1-2
+        assert alive() <= before + 2, f"{alive() - before} documents kept after showing {SHOWN} kernels"
+
+
+async def test_following_a_long_session_folds_the_old_rounds(tmp_path, refused_url):
+    from textual.widgets import Tree
+
+    from cuda_llm.app.widgets.candidates import ROUNDS_OPEN
+    from cuda_llm.engine.fsr import events as ev
+    from cuda_llm.engine.settings import LoopSettings
+
+    app = make_app(tmp_path, refused_url)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = RunScreen(SessionRequest(SessionOptions("vector_add", "ollama:m")), autostart=False)
+        await app.push_screen(screen)
+        screen.post_message(
+            EngineEvent(ev.SessionStarted("1", "vector_add", "ollama:m", "compile-only (sm_90)", LoopSettings()))
+        )
+        for r in range(1, 41):
+            screen.post_message(EngineEvent(ev.RoundStarted("1", r, 0, (), 2)))
+            for slot in range(2):
+                screen.post_message(EngineEvent(ev.RequestStarted("1", f"r{r}-{slot + 1}", r, 0, slot)))
+        await pilot.pause()
+        tree = screen.query_one("#candidates", Tree)
+        rounds = [n for n in tree.root.children if str(n.label).startswith("round")]
+        assert [n.is_expanded for n in rounds] == [False] * (40 - ROUNDS_OPEN) + [True] * ROUNDS_OPEN
+        assert tree.last_line < 40 + 2 * ROUNDS_OPEN + 2  # a line a round, and the open ones' candidates

@@ -1,0 +1,136 @@
+"""Resuming a session rebuilds the whole view from the database: every round, every candidate with
+its verdict and decision, the best, the latency history; the tree, the latency pane and the status
+line agree. With a GPU (the fake one) and compile-only."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from cuda_llm.app.options import Defaults, resume_session
+from cuda_llm.app.screens.run import RunScreen
+from cuda_llm.app.screens.start import StartScreen
+from cuda_llm.engine.store.sessions import SessionStore
+from tui.helpers import by_request, make_app, request_key, screen_text, stalled, streamed, wait_for
+
+
+def awaiting(app) -> str | None:
+    v = getattr(app.screen, "view", None)
+    return v.awaiting.judgement.label if v is not None and v.awaiting is not None else None
+
+
+def best_named(app) -> dict[str, str]:
+    """The best as each part of the run screen names it."""
+    tree = screen_text(app, "#candidates")
+    starred = [line.split()[1] for line in tree.splitlines() if line.startswith("★")]
+    status = re.search(r"best (\S+) ", screen_text(app, "#status"))
+    latency = re.search(r"^best (\S+):", screen_text(app, "#latency-figures"))
+    return {
+        "tree": starred[0] if starred else "",
+        "status": status.group(1) if status else "",
+        "latency": latency.group(1) if latency else "",
+    }
+
+
+async def test_resume_after_accept_and_reject_shows_every_round(tmp_path, llm_server):
+    llm_server.default = by_request(
+        {
+            (1, 0, 0): streamed("vadd_wrong"),
+            (1, 0, 1): streamed("vadd_us40"),  # r1-2: accepted
+            (2, 0, 0): streamed("vadd_us30"),  # r2-1: rejected with a reason
+            (2, 0, 1): streamed("vadd_hang"),
+            (3, 0, 0): stalled("vadd_us20", 30.0),  # in flight when the person quits
+            (3, 0, 1): stalled("vadd_us20", 30.0),
+        },
+        default=streamed("vadd_us25"),
+    )
+    settings = {"task": "vector_add", "model": "ollama:loop-model", "candidates": 2, "rounds": 4}
+    app = make_app(tmp_path, llm_server.url, target_roofline=0.0, **settings)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        await pilot.press("s")
+        await wait_for(pilot, lambda: awaiting(app) == "r1-2", "the round 1 decision")
+        await pilot.press("a")
+        await wait_for(pilot, lambda: awaiting(app) == "r2-1", "the round 2 decision")
+        await pilot.press("r")
+        await pilot.press(*"keep it scalar", "enter")
+        await wait_for(pilot, lambda: "r3-1" in app.screen.view.candidates, "round 3 in flight")
+        before = screen_text(app, "#candidates")
+        session_id = app.screen.view.session_id
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, "the quit")
+    store = SessionStore(tmp_path / "sessions.db")
+    try:
+        assert store.session(session_id).status == "stopped"
+    finally:
+        store.close()
+
+    # `cuda-llm run --resume ID`: the run screen at once.
+    request = resume_session(Defaults(db=str(tmp_path / "sessions.db")), session_id, auto_accept=False)
+    app = make_app(tmp_path, llm_server.url, start=request)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await wait_for(pilot, lambda: "round 3" in screen_text(app, "#candidates"), "the history")
+        tree = screen_text(app, "#candidates")
+        for line in (
+            "· baseline 100.0 us",
+            "round 1",
+            "✗ r1-1 wrong",
+            "★ r1-2 40.0 us best · accepted",
+            "round 2",
+            "r2-1 30.0 us · rejected",
+            "r2-2 timed out",
+            "round 3",
+        ):
+            assert line in tree, (line, tree)
+        assert before.count("\n") <= tree.count("\n")  # nothing that was shown before is missing
+        # The tree, the latency pane and the status line name the same best, with the same time.
+        assert best_named(app) == {"tree": "r1-2", "status": "r1-2", "latency": "r1-2"}, best_named(app)
+        assert "best r1-2: 40.0 us · 2.50x the baseline" in screen_text(app, "#latency-figures")
+        assert "best r1-2 40.0 us (2.50x)" in screen_text(app, "#status")
+        view = app.screen.view
+        assert {p.label for p in view.latency} >= {"r1-2", "r2-1"}  # every timed candidate on the plot
+        assert [r for r, _ in sorted(view.best_by_round)][:2] == [1, 2]
+        assert view.candidates["r2-1"].reason == "keep it scalar"
+        # The history is what the kernel pane compares with: r2-1 was written from r1-2, the best.
+        assert view.parent_of("r2-1") == "r1-2"
+        await pilot.press("s")
+        await wait_for(pilot, lambda: not app.screen.view.running, "the stop")
+
+
+async def test_a_compile_only_resume_keeps_its_earlier_rounds(tmp_path, llm_server):
+    asked: Counter = Counter()
+
+    def respond(rec):
+        key = request_key(rec)
+        asked[key] += 1
+        if key == (3, 0, 0) and asked[key] == 1:
+            return stalled("vadd_us20", 30.0)  # in flight when the person quits; answered on resume
+        return streamed("vadd_us40")
+
+    llm_server.default = respond
+    settings = {"task": "vector_add", "model": "ollama:loop-model", "candidates": 1, "rounds": 3, "patience": 0}
+    app = make_app(tmp_path, llm_server.url, compile_only=True, **settings)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        await pilot.press("s")
+        await wait_for(pilot, lambda: "r3-1" in app.screen.view.candidates, "round 3 in flight", 60)
+        assert app.screen.view.compile_only
+        session_id = app.screen.view.session_id
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, "the quit")
+
+    app = make_app(tmp_path, llm_server.url, compile_only=True, **settings)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: str(session_id) in screen_text(app, "#sessions"), "the stored session")
+        await pilot.press("l", "r")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await wait_for(pilot, lambda: "round 3" in screen_text(app, "#candidates"), "the history", 60)
+        tree = screen_text(app, "#candidates")
+        for line in ("round 1", "r1-1 compiled", "round 2", "r2-1 compiled", "round 3"):
+            assert line in tree, (line, tree)
+        figures = screen_text(app, "#latency-figures")
+        assert "nothing is timed without a GPU" in figures and "compiled" in figures
+        assert "best: the baseline" in screen_text(app, "#status")
+        await wait_for(pilot, lambda: not app.screen.view.running, "the end", 60)
+        assert "no winner could be chosen" in screen_text(app, "#status")

@@ -1,0 +1,66 @@
+"""The start screen's defaults start a session: a model is always preselected (the last one used,
+else the first the local ollama lists, else manual), so Enter, Enter, F5 starts."""
+
+from __future__ import annotations
+
+import asyncio
+
+from textual.widgets import Input
+
+from cuda_llm.app.screens.run import RunScreen
+from cuda_llm.app.screens.start import StartScreen
+from tui.helpers import by_request, make_app, streamed, wait_for
+
+
+def spec(app) -> str:
+    return app.screen.query_one("#model-spec", Input).value
+
+
+async def test_enter_enter_f5_starts_with_ollamas_first_model(tmp_path, llm_server):
+    llm_server.default = by_request({}, default=streamed("vadd_us40"))
+    app = make_app(tmp_path, llm_server.url, candidates=1, rounds=1)  # no model remembered
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        await wait_for(pilot, lambda: spec(app) == "ollama:loop-model", "ollama's first model, preselected")
+        await pilot.press("enter", "enter", "f5")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        # The first task (nothing remembered) with the first model: under way, asking that model.
+        await wait_for(pilot, lambda: llm_server.chat_requests, "the session under way")
+        assert app.screen.view.model == "ollama:loop-model" and app.screen.view.task == "black_scholes"
+        assert llm_server.chat_requests[0].model == "loop-model"
+
+
+async def test_without_a_server_manual_is_preselected(tmp_path, refused_url):
+    app = make_app(tmp_path, refused_url)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        await wait_for(pilot, lambda: "no ollama server" in str(app.screen.query_one("#model-status").render()), "")
+        assert spec(app) == "manual"
+        await pilot.press("enter", "enter", "f5")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await wait_for(pilot, lambda: "waiting for your kernel" in str(app.screen.query_one("#status").render()), "")
+
+
+async def test_the_last_model_used_comes_first_and_a_late_server_replaces_manual(tmp_path, llm_server):
+    app = make_app(tmp_path, llm_server.url, model="ollama:qwen2.5-coder:32b")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        await wait_for(pilot, lambda: "2 model(s)" in str(app.screen.query_one("#model-status").render()), "")
+        assert spec(app) == "ollama:qwen2.5-coder:32b"  # the last one used, not the first listed
+
+    async def slow_lister(_host):
+        await asyncio.sleep(0.5)  # the list arrives after the screen has chosen a default
+        return ["late-model"]
+
+    app = make_app(tmp_path / "late", llm_server.url)
+    app.ollama_lister = slow_lister
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        assert spec(app) == "manual"  # nothing listed yet
+        await wait_for(pilot, lambda: spec(app) == "ollama:late-model", "the server's model, once listed")
+        await pilot.pause()
+        # Typed by the person: kept, whatever the server lists later.
+        app.screen.query_one("#model-spec", Input).value = "openai:gpt-x"
+        app.screen.list_ollama_models()
+        await pilot.pause(0.8)
+        assert spec(app) == "openai:gpt-x"
