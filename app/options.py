@@ -19,7 +19,7 @@ class Defaults:
     base_url: str | None = None  # OpenAI-compatible server
     compile_only: bool = False
     arch: str | None = None
-    gpu: int = 0
+    gpu: str | None = None  # --gpus as given: "0,1"; None: every GPU (with `cluster`: a GPU model)
     cluster: str | None = None  # a Ray cluster's address: sessions judge on its GPUs
     loop: LoopSettings = field(default_factory=LoopSettings)  # the base the start screen's choices change
 

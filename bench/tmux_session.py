@@ -95,7 +95,7 @@ def narrow_panes(tmux, size: tuple[int, int]) -> tuple[str, str]:
     return tree, latency
 
 
-def run(out: Path, tmux_path: str | None, fake_gpu: bool, size: tuple[int, int]) -> None:
+def run(out: Path, tmux_path: str | None, fake_gpu: bool, size: tuple[int, int], decision_s: float) -> None:
     from llm_servers import LoopbackLLMServer, Reply
     from scripted import BROKEN_KERNEL, GOOD_KERNEL, GOOD_PLAN, reply
     from tui.helpers import request_key
@@ -153,7 +153,7 @@ def run(out: Path, tmux_path: str | None, fake_gpu: bool, size: tuple[int, int])
             tmux.keys("s")
             first = tmux.wait_until(
                 lambda s: "◆ r1-" in s or "round 2" in s or "■ finished" in s or "✗ failed" in s,
-                DECISION_S,
+                decision_s,
                 "round 1's decision",
             )
             device = find(first, r"(compile-only \(sm_\d+\)|Fake H100 \(sm_\d+\)|NVIDIA[^·\n]*?\(sm_\d+\))")
@@ -162,7 +162,7 @@ def run(out: Path, tmux_path: str | None, fake_gpu: bool, size: tuple[int, int])
             report.append(f"judge: {device}")
             if compile_only:
                 report.append("compile-only: nothing is timed, so no decision is asked (reject, edit, accept skipped)")
-                third = tmux.wait_until(lambda s: "r3-" in s and "streaming" in s, DECISION_S, "round 3 streaming")
+                third = tmux.wait_until(lambda s: "r3-" in s and "streaming" in s, decision_s, "round 3 streaming")
                 tree, latency = narrow_panes(tmux, size)
                 screens.save(
                     "round-3",
@@ -178,17 +178,17 @@ def run(out: Path, tmux_path: str | None, fake_gpu: bool, size: tuple[int, int])
                 tmux.text(REASON)
                 dialog = tmux.screen()
                 tmux.keys("Enter")
-                second = tmux.wait_until(lambda s: "◆ r2-" in s, DECISION_S, "round 2's decision")
+                second = tmux.wait_until(lambda s: "◆ r2-" in s, decision_s, "round 2's decision")
                 screens.save("reject", ("the reason typed", dialog), ("round 2's decision", second))
                 report.append(f"round 1: {winner} rejected with a reason: {REASON!r}")
                 # Round 2: edit the winner in $EDITOR; the edit is judged and waits; accept it.
                 tmux.keys("e")
-                edited = tmux.wait_until(lambda s: "◆ r2-edit1" in s, DECISION_S, "the edited kernel's decision")
+                edited = tmux.wait_until(lambda s: "◆ r2-edit1" in s, decision_s, "the edited kernel's decision")
                 tmux.keys("2")  # the kernel pane: the edit's source, plan and diffs
                 time.sleep(1.0)
                 kernel = tmux.screen()
                 tmux.keys("a")
-                third = tmux.wait_until(lambda s: "r3-" in s and "streaming" in s, DECISION_S, "round 3 streaming")
+                third = tmux.wait_until(lambda s: "r3-" in s and "streaming" in s, decision_s, "round 3 streaming")
                 tree, latency = narrow_panes(tmux, size)
                 screens.save(
                     "edit-and-accept",
@@ -216,9 +216,9 @@ def run(out: Path, tmux_path: str | None, fake_gpu: bool, size: tuple[int, int])
             tmux = Tmux("resumed", tmux_path)
             screens.tmux = tmux
             tmux.start(app_command([*gpu_args, "run", "--resume", str(session_id), "--db", str(db)], env), size)
-            resumed = tmux.wait_until(lambda s: "round 3" in s and "r1-" in s, DECISION_S, "the resumed history")
+            resumed = tmux.wait_until(lambda s: "round 3" in s and "r1-" in s, decision_s, "the resumed history")
             tree, latency = narrow_panes(tmux, size)
-            ended = tmux.wait_until(lambda s: "■ finished" in s or "◆ r3-" in s, DECISION_S, "round 3 again")
+            ended = tmux.wait_until(lambda s: "■ finished" in s or "◆ r3-" in s, decision_s, "round 3 again")
             screens.save(
                 "resumed",
                 ("the resumed session", resumed),
@@ -234,6 +234,13 @@ def run(out: Path, tmux_path: str | None, fake_gpu: bool, size: tuple[int, int])
             time.sleep(2.0)
             tmux.keys("q")
             tmux.wait_until(lambda _s: tmux.dead(), STEP_S, "the app to quit")
+        except AssertionError as exc:  # a step never came: keep its screen and what came before it
+            screens.save("stuck", (str(exc).splitlines()[0], tmux.screen()))
+            print(f"cuda-llm through tmux: {platform.node()}: STOPPED at a step that never came", file=sys.stderr)
+            for line in report:
+                print(f"  {line}", file=sys.stderr)
+            print(f"  {str(exc).splitlines()[0]}; its screen: {screens.files[-1]}", file=sys.stderr)
+            raise SystemExit(1) from None
         finally:
             tmux.kill()
         store = SessionStore(db)
@@ -266,9 +273,15 @@ def main() -> None:
     p.add_argument("--tmux", help="the tmux binary (default: tmux on PATH)")
     p.add_argument("--fake-gpu", action="store_true", help="without a GPU: judge with the fake GPU runner")
     p.add_argument("--size", default="160x48", help="the terminal size (default 160x48: the panes side by side)")
+    p.add_argument(
+        "--step-timeout",
+        type=float,
+        default=DECISION_S,
+        help=f"seconds to wait for a decision (default {DECISION_S:.0f})",
+    )
     args = p.parse_args()
     width, height = (int(v) for v in args.size.lower().split("x"))
-    run(args.out, args.tmux, args.fake_gpu, (width, height))
+    run(args.out, args.tmux, args.fake_gpu, (width, height), args.step_timeout)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,19 @@ class TelemetryBar(Horizontal):
 TelemetrySampler = Callable[[], TelemetrySample | None]
 
 
+def telemetry_gpu(gpus: str | None, cluster: str | None) -> int | None:
+    """The local GPU whose telemetry the bar shows: the first one the session judges on (`--gpus`
+    as given; every GPU when None, so GPU 0). None on a Ray cluster, whose GPUs are on other machines
+    (this machine's NVML would describe a GPU the judge does not use), or for a list that names no
+    local device, which the judge refuses with its own message."""
+    if cluster:
+        return None
+    if not gpus or gpus == "all":
+        return 0
+    first = gpus.split(",")[0].strip()
+    return int(first) if first.isdigit() else None
+
+
 @dataclass
 class NvmlSampler:
     """Reads GPU `index` through NVML; opened on first use, in the poller's thread."""
