@@ -39,6 +39,10 @@ def run_tui(args: argparse.Namespace) -> int:
     overrides = {
         k: v for k, v in loop_overrides(args).items() if k in ("candidates", "rounds", "repairs") and v is not None
     }
+    # The start screen's patience and roofline fields say "0: never" where the loop says None.
+    for name in ("patience", "target_roofline"):
+        if getattr(args, name, None) is not None:
+            overrides[name] = getattr(args, name)
     if args.model:
         overrides["model"] = args.model
     start = None
