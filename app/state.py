@@ -128,6 +128,7 @@ class SessionView:
     log: list[str] = field(default_factory=list)  # the event log, oldest first
     library: LibraryResult | None = None  # the vendor library's figure on this GPU, once timed
     stopping: bool = False  # the person asked to stop (or quit); the session has not ended yet
+    quitting: bool = False  # the stop was asked for by quit: the app leaves once the session has ended
     # The best when each round's first request went out: what that round's candidates set out to
     # improve (their "parent" in the kernel pane's diff).
     round_best: dict[int, str] = field(default_factory=dict)

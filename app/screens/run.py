@@ -174,7 +174,6 @@ class RunScreen(Screen[None]):
         self.worker: Worker | None = None
         self.server = ""  # the model's server, for the settings dialog
         self.pause_requested = False
-        self.quitting = False  # quit was asked for: leave once the session has stopped
         self.editing = False  # the person is in an editor: a second edit waits
         self._allowed: tuple[object, ...] = ()
         self.layout_mode = "narrow"
@@ -506,9 +505,19 @@ class RunScreen(Screen[None]):
             for bar in self.query(TelemetryBar):
                 bar.set_context(self._bar_context())
 
+    @property
+    def quitting(self) -> bool:
+        """Quit was asked for: leave once the session has stopped (the status line says which key forces it)."""
+        return self.view.quitting
+
+    @quitting.setter
+    def quitting(self, value: bool) -> None:
+        self.view.quitting = value
+
     def keys(self) -> dict[str, str]:
         """The key shown for each action the status line mentions (the config may have moved them)."""
-        return {a: key_of(self, a) for a in ("accept", "reject", "edit", "pause", "resume", "stop", "settings", "back")}
+        actions = ("accept", "reject", "edit", "pause", "resume", "stop", "quit", "settings", "back")
+        return {a: key_of(self, a) for a in actions}
 
     def _update_status(self) -> None:
         for line in self.query(StatusLine):

@@ -19,6 +19,7 @@ DEFAULT_KEYS = {
     "pause": "p",
     "resume": "p",
     "stop": "s",
+    "quit": "q",
     "settings": "m",
     "back": "esc",
 }
@@ -64,10 +65,10 @@ def status_text(
     auto = " · auto-accept on" if auto_accept else ""
     state = view.state
     if view.stopping and view.running:
-        return (
-            f"■ stopping: requests in flight are cancelled, what is recorded stays · {k['stop']} again: at once",
-            "paused",
-        )
+        # Pressed again, the key that asked (stop, or quit) forces it.
+        doing, again = ("quitting", k["quit"]) if view.quitting else ("stopping", k["stop"])
+        return f"■ {doing}: requests in flight are cancelled, what is recorded stays · {again} again: at once", "paused"
+
     if state == "opening":
         return "opening the session: compiling the baseline, starting the GPU worker…", "opening"
     if state == "awaiting" and view.awaiting is not None:

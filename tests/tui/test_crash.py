@@ -81,7 +81,9 @@ async def test_quit_twice_leaves_at_once_and_records_the_session_stopped(tmp_pat
         await pilot.press("q")
         messages = [str(n.message) for n in app._notifications]
         assert any("stopping the session, then quitting · press q again to quit at once" in m for m in messages)
-        assert app.is_running and screen_text(app, "#status").startswith("■ stopping")
+        # The status line names the key that asked: q again forces the quit.
+        status = screen_text(app, "#status")
+        assert app.is_running and status.startswith("■ quitting") and "q again: at once" in status, status
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running, "the quit", timeout=10)
     stopped = record(tmp_path, session_id)

@@ -1,10 +1,11 @@
 """What the launcher hands the app from the command line as a user types it.
 
-Which GPU the telemetry bar reads: `--gpus` is text ("0,1", a GPU model with --cluster, or absent for every GPU); the bar needs one local
-device index. Before this was translated, the absent flag reached NVML as index None and the bar said
-"no NVML device" on every GPU machine where the TUI was started without --gpus. And the loop's flags
-as the start screen's fields: `-K 0 --target-roofline 0` (never stop early) used to be dropped there,
-so the session stopped at 90% of the roofline anyway."""
+Which GPU the telemetry bar reads: `--gpus` is text ("0,1", a GPU model with --cluster, or absent
+for every GPU); the bar needs one local device index. Before this was translated, the absent flag
+reached NVML as index None and the bar said "no NVML device" on every GPU machine where the TUI was
+started without --gpus. And the loop's flags as the start screen's fields: `-K 0 --target-roofline
+0` (never stop early) used to be dropped there, so the session stopped at 90% of the roofline
+anyway."""
 
 from __future__ import annotations
 
