@@ -20,7 +20,14 @@ from cuda_llm.app.keys import binding_ids, check_keymap, help_rows
 from cuda_llm.app.messages import TelemetryRead
 from cuda_llm.app.options import Defaults, SessionRequest
 from cuda_llm.app.running import RunningSessions
-from cuda_llm.app.widgets.telemetry import NvmlSampler, TelemetryBar, TelemetrySampler, telemetry_gpu
+from cuda_llm.app.widgets.telemetry import (
+    NO_NVML,
+    ON_CLUSTER,
+    NvmlSampler,
+    TelemetryBar,
+    TelemetrySampler,
+    telemetry_gpu,
+)
 from cuda_llm.app.widgets.text import OutsideTextFilter
 from cuda_llm.engine.fsr.session import SessionOptions
 from cuda_llm.engine.gpu.telemetry import TelemetrySample
@@ -93,6 +100,7 @@ class CudaLlmApp(App[int]):
         local_gpu = telemetry_gpu(self.defaults.gpu, self.defaults.cluster)
         if telemetry is None and poll_telemetry and local_gpu is not None:
             self.sampler = NvmlSampler(local_gpu)
+        self.telemetry_absent = ON_CLUSTER if self.defaults.cluster else NO_NVML
         self.telemetry_sample: TelemetrySample | None = None
         self._outside_text = OutsideTextFilter()
         # The sessions this app runs: recorded as stopped, never left running, if the app crashes.

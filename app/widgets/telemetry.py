@@ -16,9 +16,13 @@ from cuda_llm.engine.gpu.telemetry import Nvml, TelemetrySample
 GIB = 1024**3
 
 
-def telemetry_text(sample: TelemetrySample | None) -> str:
+NO_NVML = "GPU: no telemetry (no NVML device)"
+ON_CLUSTER = "GPUs on the Ray cluster (no telemetry from there)"
+
+
+def telemetry_text(sample: TelemetrySample | None, absent: str = NO_NVML) -> str:
     if sample is None:
-        return "GPU: no telemetry (no NVML device)"
+        return absent
     parts = []
     if sample.sm_clock_mhz is not None:
         peak = f"/{sample.max_sm_clock_mhz}" if sample.max_sm_clock_mhz else ""
@@ -51,6 +55,11 @@ class TelemetryBar(Horizontal):
         self.sample: TelemetrySample | None = None
         self._context_label = Static("cuda-llm", id="bar-context")
         self._gpu_label = Static(telemetry_text(None), id="bar-gpu")
+        self.absent = NO_NVML  # what the GPU side says with no sample (the app may say why)
+
+    def on_mount(self) -> None:
+        self.absent = getattr(self.app, "telemetry_absent", NO_NVML)
+        set_text(self._gpu_label, telemetry_text(self.sample, self.absent))
 
     def compose(self) -> ComposeResult:
         yield self._context_label
@@ -61,7 +70,7 @@ class TelemetryBar(Horizontal):
 
     def set_sample(self, sample: TelemetrySample | None) -> None:
         self.sample = sample
-        set_text(self._gpu_label, telemetry_text(sample))
+        set_text(self._gpu_label, telemetry_text(sample, self.absent))
 
 
 TelemetrySampler = Callable[[], TelemetrySample | None]
