@@ -29,7 +29,7 @@ from textual.containers import Container
 from textual.geometry import Size
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Tab, Tabs
+from textual.widgets import Tab, Tabs
 from textual.worker import Worker, WorkerState
 
 from cuda_llm.app.editing import EditRequest, edit_externally, editor_command, failure_text
@@ -57,6 +57,7 @@ from cuda_llm.app.state import COMPILER, KERNEL, LATENCY, LOG, PROMPT, STATUS, T
 from cuda_llm.app.widgets.candidates import CandidatesPane
 from cuda_llm.app.widgets.compiler import CompilerPane
 from cuda_llm.app.widgets.eventlog import EventLog
+from cuda_llm.app.widgets.footer import KeyFooter
 from cuda_llm.app.widgets.kernel import KernelPane, source_of
 from cuda_llm.app.widgets.latency import LatencyPane
 from cuda_llm.app.widgets.prompt import PromptPane
@@ -203,7 +204,7 @@ class RunScreen(Screen[None]):
         with Container(id="run-body"):
             yield from self.panes.values()
         yield StatusLine(id="status")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def _apply_layout(self) -> None:
         wide = self.layout_mode == "wide"

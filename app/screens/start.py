@@ -18,7 +18,6 @@ from textual.widgets import (
     Button,
     Checkbox,
     DataTable,
-    Footer,
     Input,
     Label,
     OptionList,
@@ -34,6 +33,7 @@ from cuda_llm.app.keys import help_rows, letters_first
 from cuda_llm.app.messages import ModelsListed
 from cuda_llm.app.options import Choices, Defaults, SessionRequest, new_session, resume_session
 from cuda_llm.app.screens.modals import HelpScreen
+from cuda_llm.app.widgets.footer import KeyFooter
 from cuda_llm.app.widgets.telemetry import TelemetryBar
 from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.errors import UserError
@@ -148,7 +148,7 @@ class StartScreen(Screen[None]):
                     plain("Enter or r resumes the selected session; replay it from the model list (New session)."),
                     id="sessions-hint",
                 )
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         bar = self.query_one(TelemetryBar)

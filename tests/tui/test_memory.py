@@ -63,3 +63,31 @@ async def test_following_a_long_session_folds_the_old_rounds(tmp_path, refused_u
         rounds = [n for n in tree.root.children if str(n.label).startswith("round")]
         assert [n.is_expanded for n in rounds] == [False] * (40 - ROUNDS_OPEN) + [True] * ROUNDS_OPEN
         assert tree.last_line < 40 + 2 * ROUNDS_OPEN + 2  # a line a round, and the open ones' candidates
+
+
+async def test_the_footer_lets_go_of_the_keys_it_drew(tmp_path, refused_url):
+    """The footer redraws its keys on every change of the bindings (here: the help opened and
+    closed); Textual's own footer kept every key it had drawn (issue #6666)."""
+    from textual.widgets._footer import FooterKey
+
+    def keys_alive() -> int:
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if isinstance(o, FooterKey))
+
+    app = make_app(tmp_path, refused_url)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = RunScreen(SessionRequest(SessionOptions("vector_add", "ollama:loop-model")), autostart=False)
+        await app.push_screen(screen)
+        screen.post_message(SessionOpened(7, "vector_add", "ollama:loop-model", None, False))
+        for event in demo_events():
+            screen.post_message(EngineEvent(event))
+        await pilot.pause()
+        before = keys_alive()
+        for _ in range(SHOWN):
+            await pilot.press("question_mark")
+            await pilot.pause()
+            await pilot.press("escape")
+            await pilot.pause()
+        await pilot.pause(0.2)
+        assert app.screen is screen
+        assert keys_alive() <= before + 4, f"{keys_alive() - before} footer keys kept after {SHOWN} helps"
