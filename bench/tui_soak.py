@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -29,34 +27,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
+from bench.ui_latency import machine, percentile  # noqa: E402
+
 SIZES = ((200, 60), (120, 40), (80, 24))
 LAYOUT_S = 30.0  # longer than this to lay out a size counts as a hang (and is reported)
 KEY_S = 10.0
 START_S = 90.0
 ZOOM_EVERY = 10  # cycles
 CHUNK_DELAY_S = 0.02  # ~2 s a reply: something is always streaming
-
-
-def machine() -> str:
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import textual
-
-    return (
-        f"{platform.platform()}, Python {platform.python_version()}, {os.cpu_count()} CPUs ({cpu}), "
-        f"Textual {textual.__version__}"
-    )
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 def summary(values: list[float]) -> str:

@@ -22,15 +22,21 @@ def alive() -> int:
     return sum(1 for o in gc.get_objects() if isinstance(o, SyntaxAwareDocument))
 
 
+async def demo_screen(app, pilot) -> RunScreen:
+    """The run screen showing the demo session's events (no session runs)."""
+    screen = RunScreen(SessionRequest(SessionOptions("vector_add", "ollama:loop-model")), autostart=False)
+    await app.push_screen(screen)
+    screen.post_message(SessionOpened(7, "vector_add", "ollama:loop-model", None, False))
+    for event in demo_events():
+        screen.post_message(EngineEvent(event))
+    await pilot.pause()
+    return screen
+
+
 async def test_the_kernel_pane_lets_go_of_what_it_showed(tmp_path, refused_url):
     app = make_app(tmp_path, refused_url)
     async with app.run_test(size=(160, 48)) as pilot:
-        screen = RunScreen(SessionRequest(SessionOptions("vector_add", "ollama:loop-model")), autostart=False)
-        await app.push_screen(screen)
-        screen.post_message(SessionOpened(7, "vector_add", "ollama:loop-model", None, False))
-        for event in demo_events():
-            screen.post_message(EngineEvent(event))
-        await pilot.pause()
+        screen = await demo_screen(app, pilot)
         before = alive()
         for i in range(SHOWN):  # the person goes back and forth between two kernels
             screen.view.set_focus("r1-2" if i % 2 else "r1-fix1-1", by_person=True)
@@ -76,12 +82,7 @@ async def test_the_footer_lets_go_of_the_keys_it_drew(tmp_path, refused_url):
 
     app = make_app(tmp_path, refused_url)
     async with app.run_test(size=(160, 48)) as pilot:
-        screen = RunScreen(SessionRequest(SessionOptions("vector_add", "ollama:loop-model")), autostart=False)
-        await app.push_screen(screen)
-        screen.post_message(SessionOpened(7, "vector_add", "ollama:loop-model", None, False))
-        for event in demo_events():
-            screen.post_message(EngineEvent(event))
-        await pilot.pause()
+        screen = await demo_screen(app, pilot)
         before = keys_alive()
         for _ in range(SHOWN):
             await pilot.press("question_mark")
