@@ -162,14 +162,7 @@ def run(out: Path, tmux_path: str | None, fake_gpu: bool, size: tuple[int, int],
             report.append(f"judge: {device}")
             if compile_only:
                 report.append("compile-only: nothing is timed, so no decision is asked (reject, edit, accept skipped)")
-                third = tmux.wait_until(lambda s: "r3-" in s and "streaming" in s, decision_s, "round 3 streaming")
-                tree, latency = narrow_panes(tmux, size)
-                screens.save(
-                    "round-3",
-                    ("round 3 streaming", third),
-                    ("the candidates", tree),
-                    ("the latency pane", latency),
-                )
+                step, before = "round-3", []
             else:
                 # Round 1: reject the winner, with a reason.
                 winner = find(first, r"◆ (r1-\S+)").removeprefix("◆ ")
@@ -188,17 +181,13 @@ def run(out: Path, tmux_path: str | None, fake_gpu: bool, size: tuple[int, int],
                 time.sleep(1.0)
                 kernel = tmux.screen()
                 tmux.keys("a")
-                third = tmux.wait_until(lambda s: "r3-" in s and "streaming" in s, decision_s, "round 3 streaming")
-                tree, latency = narrow_panes(tmux, size)
-                screens.save(
-                    "edit-and-accept",
-                    ("the edit judged, waiting", edited),
-                    ("the kernel pane", kernel),
-                    ("round 3 streaming", third),
-                    ("the candidates", tree),
-                    ("the latency pane", latency),
-                )
                 report.append("round 2: r2-edit1 (the winner with 128-thread blocks, from $EDITOR) judged and accepted")
+                step, before = "edit-and-accept", [("the edit judged, waiting", edited), ("the kernel pane", kernel)]
+            third = tmux.wait_until(lambda s: "r3-" in s and "streaming" in s, decision_s, "round 3 streaming")
+            tree, latency = narrow_panes(tmux, size)
+            screens.save(
+                step, *before, ("round 3 streaming", third), ("the candidates", tree), ("the latency pane", latency)
+            )
             report.append("latency pane: " + " | ".join(latency_lines(latency)))
             # Quit mid-stream (round 3), then resume.
             tmux.keys("q")
