@@ -61,6 +61,7 @@ async def bench_on_cluster(
     connection = await connect(address)
     fleet = None
     compiler = None
+    shipper = TaskShipper(cluster.max_task_bytes)  # one for every session: each task ships once
     try:
         fleet = await start_fleet(connection, settings, cluster, worker_factory)
         if request.gpus:  # --gpus MODEL: only the GPUs of that model
@@ -75,7 +76,6 @@ async def bench_on_cluster(
         if warning:
             print(f"cuda-llm: {warning}", file=sys.stderr)
         compiler.start_remote(cluster.remote_compilers, settings, cluster.start_timeout_s)
-        shipper = TaskShipper(cluster.max_task_bytes)
         free: asyncio.Queue[Member] = asyncio.Queue()
         for member in fleet.members:
             free.put_nowait(member)
@@ -113,6 +113,7 @@ async def bench_on_cluster(
         if fleet is not None:
             with contextlib.suppress(Exception):
                 await kill([m.handle for m in fleet.members], cluster.close_timeout_s)
+        shipper.clear()
         connection.close()
 
 

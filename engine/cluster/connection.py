@@ -8,6 +8,7 @@ GPUs judged on are the cluster's; only this process's own compiler runs here.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import socket
 import warnings
@@ -57,8 +58,22 @@ class ClusterConnection:
         import ray
 
         if self.owned and ray.is_initialized():
+            # References into the object store must die with their connection: the next connection of
+            # this process is given the same object IDs again, and a reference of this one freed
+            # during it (by the garbage collector, say) frees the new object of that ID
+            # (ray-project/ray#30089). The pools drop theirs on close; this collects any left in cycles.
+            gc.collect()
             ray.shutdown()
             self.owned = False
+
+
+def connected() -> bool:
+    """Whether this process still has its Ray connection. A Ray client gives up about half a minute
+    after its cluster went away; from then on every call raises a bare Exception ("Ray Client is not
+    connected"), which only this tells apart from a fault of the call itself."""
+    import ray
+
+    return ray.is_initialized()
 
 
 def _host_port(address: str) -> tuple[str, int] | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import cuda_llm
-from cuda_llm.engine.cluster.connection import ClusterConnection, ClusterError, free_gpus
+from cuda_llm.engine.cluster.connection import ClusterConnection, ClusterError, connected, free_gpus
 from cuda_llm.engine.cluster.settings import ClusterSettings
 from cuda_llm.engine.gpu.protocol import DeviceInfo, RanOn
 from cuda_llm.engine.settings import Settings
@@ -96,10 +96,18 @@ async def kill(handles: Sequence[Any], close_timeout_s: float) -> None:
     from ray.exceptions import RayError
 
     async def one(handle: Any) -> None:
-        with contextlib.suppress(RayError, TimeoutError, ConnectionError):
-            await asyncio.wait_for(handle.close.remote(), close_timeout_s)
-        with contextlib.suppress(RayError, ValueError, ConnectionError):
-            ray.kill(handle, no_restart=True)
+        try:
+            with contextlib.suppress(RayError, TimeoutError, ConnectionError):
+                await asyncio.wait_for(handle.close.remote(), close_timeout_s)
+            with contextlib.suppress(RayError, ValueError, ConnectionError):
+                ray.kill(handle, no_restart=True)
+        except Exception:
+            if connected():
+                raise
+            # A Ray client that lost its connection: the cluster ends the actors of its session.
+
+    if not connected():
+        return
 
     await asyncio.gather(*(one(h) for h in handles))
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from cuda_llm.engine.cluster.bundle import ShippedTask, pack_task
+from cuda_llm.engine.cluster.connection import connected
 from cuda_llm.engine.cluster.fleet import Member, kill, ray_error_line
 from cuda_llm.engine.cluster.settings import ClusterSettings
 from cuda_llm.engine.gpu.client import GpusLost, GpuUnavailable, GpuWorker, ProfileFailure
@@ -71,6 +72,11 @@ class TaskShipper:
     def forget(self, task: Task) -> None:
         """Ship it again next time (its object was lost with the node that held it)."""
         self._shipped.pop((str(task.folder), task.fingerprint), None)
+
+    def clear(self) -> None:
+        """Let go of every object shipped, before the connection closes (ClusterConnection.close
+        says why none may outlive it)."""
+        self._shipped.clear()
 
 
 class ClusterGpuPool:
@@ -135,7 +141,7 @@ class ClusterGpuPool:
             shipped = await self.shipper.ship(task)
             member = await self._acquire()
             try:
-                return await self._call(member, member.handle.validate.remote(shipped, program), timeout, task)
+                return await self._call(member, "validate", (shipped, program), timeout, task)
             except _Lost as exc:
                 self._lose(member, str(exc), exc.for_good)
                 self.requeued += 1
@@ -160,9 +166,7 @@ class ClusterGpuPool:
                 member = await self._any_ready()
             shipped = await self.shipper.ship(task)
             try:
-                return await self._call(
-                    member, member.handle.profile.remote(shipped, list(programs), library), timeout, task
-                )
+                return await self._call(member, "profile", (shipped, list(programs), library), timeout, task)
             except _Lost as exc:
                 self._lose(member, str(exc), exc.for_good)
                 self.requeued += 1
@@ -194,14 +198,18 @@ class ClusterGpuPool:
         for watcher in list(self._watchers):
             watcher.cancel()
         await asyncio.gather(*self._watchers, return_exceptions=True)
-        if self.owns_members and self._gone is None:
-            await kill([m.handle for m in self.members], self.cluster.close_timeout_s)
+        if self.owns_members:
+            self.shipper.clear()
+            if self._gone is None:
+                await kill([m.handle for m in self.members], self.cluster.close_timeout_s)
 
     # ---- getting a GPU -------------------------------------------------------------------------------
     def _check_reachable(self) -> None:
         for member in self.members:
             if member.state == "lost" and member not in self._watched:
                 self._watch(member)  # lost under another pool of the fleet, or before this one began
+        if self._gone is None and not connected():
+            self._gone = self._lost_line("the connection closed")
         if self._gone is not None:
             raise GpusLost(self._gone)
         if all(m.state == "dead" for m in self.members):
@@ -241,11 +249,13 @@ class ClusterGpuPool:
             await asyncio.sleep(self.cluster.revive_poll_s)
 
     # ---- faults ---------------------------------------------------------------------------------------
-    async def _call(self, member: Member, ref: Awaitable[Any], timeout_s: float, task: Task) -> Any:
+    async def _call(self, member: Member, method: str, args: tuple[Any, ...], timeout_s: float, task: Task) -> Any:
+        """The actor's `method` run on `args`, awaited; its faults sorted into _Lost, _ShipAgain,
+        _JobFailed and GpusLost (the cluster out of reach). Sent from inside, as sending can fail too."""
         from ray.exceptions import ActorDiedError, ObjectLostError, RayActorError, RayError, RayTaskError
 
         try:
-            return await asyncio.wait_for(ref, timeout_s)
+            return await asyncio.wait_for(getattr(member.handle, method).remote(*args), timeout_s)
         except ActorDiedError as exc:
             raise _Lost(_reason(exc), for_good=True) from None
         except RayActorError as exc:  # unavailable: its node lost, or the actor restarting
@@ -267,6 +277,11 @@ class ClusterGpuPool:
             raise _JobFailed(_reason(exc)) from None
         except ConnectionError as exc:  # a Ray client whose cluster went away
             self._gone = self._lost_line(f"the connection broke ({_reason(exc)})")
+            raise GpusLost(self._gone) from None
+        except Exception:
+            if connected():
+                raise
+            self._gone = self._lost_line("the connection closed")
             raise GpusLost(self._gone) from None
 
     def _lose(self, member: Member, reason: str, for_good: bool) -> None:
@@ -320,6 +335,11 @@ class ClusterGpuPool:
                 return
             except (RayError, TimeoutError):
                 continue
+            except Exception:
+                if connected():
+                    raise
+                self._gone = self._lost_line("the connection closed")
+                return
             if isinstance(answer, str) or answer[0].name != self.devices[0].name:
                 refusal = answer if isinstance(answer, str) else f"it came back on a {answer[0].name}"
                 self._lose_for_good(member, refusal)

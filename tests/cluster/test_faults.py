@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import socket
 import sqlite3
 from collections import Counter
@@ -18,10 +19,17 @@ from session_driver import Recorder, options, run_session
 from cuda_llm.engine.cluster.environment import open_cluster_environment
 from cuda_llm.engine.cluster.settings import ClusterSettings
 from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.gpu.client import GpusLost
 from cuda_llm.engine.settings import Settings
+from cuda_llm.engine.task import TaskLibrary
 
 QUIET = ClusterSettings(remote_compilers=0, revive_poll_s=0.5, lost_grace_s=20.0)
 LABELS = [f"r1-{i}" for i in range(1, 9)]
+
+
+async def open_env(address: str, factory: FakeGpuFactory | None = None, cluster: ClusterSettings = QUIET):
+    factory = factory or FakeGpuFactory()
+    return await open_cluster_environment(Settings(), address, worker_factory=factory, cluster=cluster)
 
 
 def judged_rows(db) -> list[tuple[str, str | None, str | None]]:
@@ -45,9 +53,7 @@ async def run_and_strike(tmp_path, llm_server, address: str, strike, candidates:
     """A one-round session of `candidates` on the cluster's (fake, 1.5 s a job) GPUs, with `strike`
     run while they validate. Returns (the result, every event, the pool)."""
     llm_server.default = chunked(reply())
-    env = await open_cluster_environment(
-        Settings(), address, worker_factory=FakeGpuFactory(delay_s=1.5), cluster=cluster_settings
-    )
+    env = await open_env(address, FakeGpuFactory(delay_s=1.5), cluster_settings)
     recorder = Recorder()
     hook = kill_when_validating(recorder, strike)
     result, _ = await run_session(
@@ -148,9 +154,7 @@ async def test_a_cluster_that_goes_away_pauses_the_session_and_it_resumes(tmp_pa
     # Another cluster (the same one, restarted, would do as well): the session goes on from there.
     cluster = start_cluster(2)
     try:
-        env = await open_cluster_environment(
-            Settings(), cluster.address, worker_factory=FakeGpuFactory(), cluster=QUIET
-        )
+        env = await open_env(cluster.address)
         opts = options(tmp_path, "ollama:loop-model", candidates=8, rounds=1)
         resumed = dataclasses.replace(opts, resume=result.session_id)
         served = len(llm_server.chat_requests)
@@ -164,6 +168,64 @@ async def test_a_cluster_that_goes_away_pauses_the_session_and_it_resumes(tmp_pa
     assert all(judged_now[label] == 1 for label in LABELS)
     rows = judged_rows(tmp_path / "sessions.db")
     assert [r[0] for r in rows] == LABELS and all(r[1] == "correct" for r in rows)
+
+
+def object_refs_reachable(root: object) -> int:
+    """How many Ray ObjectRefs can be reached from `root` through Python references."""
+    import ray
+
+    seen, stack, found = set(), [root], 0
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, type):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, ray.ObjectRef):
+            found += 1
+        stack.extend(gc.get_referents(obj))
+    return found
+
+
+async def test_a_closed_session_holds_nothing_of_the_object_store():
+    """Ray gives the same object IDs again to the next connection of a process (a second session in
+    the TUI, the next test). A reference kept past its session and freed during the next one freed
+    that session's task files, and its next job failed with "owner is unknown"."""
+    require_ray()
+    cluster = start_cluster(2)
+    try:
+        env = await open_env(cluster.address)
+        pool = env.gpu
+        try:
+            judge = env.judge(TaskLibrary().get("vector_add"), Settings())
+            assert (await judge.validate(await judge.baseline())).status == "correct"
+            assert object_refs_reachable(pool) >= 1, "its task files are shipped"
+        finally:
+            await env.close()
+    finally:
+        cluster.shutdown()
+    assert object_refs_reachable(pool) == 0, "kept past its session, as a screen keeps what it showed"
+
+
+async def test_a_client_whose_connection_closed_pauses_the_session_and_closes_cleanly():
+    """A Ray client gives up on a cluster gone for half a minute; from then on every call raises a bare
+    Exception. Jobs then pause the session with one line, and closing it raises nothing."""
+    require_ray()
+    port = free_port()
+    cluster = start_cluster(2, client_port=port)
+    try:
+        address = f"ray://127.0.0.1:{port}"
+        env = await open_env(address)
+        judge = env.judge(TaskLibrary().get("vector_add"), Settings())
+        baseline = await judge.baseline()
+        assert (await judge.validate(baseline)).status == "correct"
+        env.connection.close()  # what the client does when it gives up
+        with pytest.raises(GpusLost) as lost:
+            await judge.validate(baseline)
+        assert str(lost.value).startswith(f"lost the Ray cluster at {address}: the connection closed")
+        assert "\n" not in str(lost.value)
+        await env.close()
+    finally:
+        cluster.shutdown()
 
 
 pytestmark = pytest.mark.slow
