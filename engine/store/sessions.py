@@ -28,6 +28,9 @@ from cuda_llm.engine.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 # A second process waits this long for a lock before giving up with a message.
 BUSY_TIMEOUT_MS = 5000
+# How often a process asks again to turn a new file to WAL while another holds it (SQLite does not
+# wait for that one itself): short, as the other's hold lasts milliseconds.
+WAL_RETRY_S = 0.02
 
 
 class StoreError(UserError):
@@ -183,7 +186,7 @@ class SessionStore:
             # version must not touch is refused as it was found.
             self._check_version()
             if not read_only:
-                self.db.execute("PRAGMA journal_mode = WAL")
+                self._enter_wal()
                 self.db.execute("PRAGMA synchronous = NORMAL")
                 self.db.execute("PRAGMA foreign_keys = ON")
                 self._migrate()
@@ -228,17 +231,37 @@ class SessionStore:
 
     # ---- plumbing ----------------------------------------------------------------------------
     def _check_version(self) -> None:
-        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        # One statement, so one snapshot: read apart, another process creating the same new file
+        # could commit its tables between the two reads, and the file would look like another
+        # program's (tables, no schema version).
+        version, tables = self.db.execute(
+            "SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)"
+        ).fetchone()
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"{self.path} was written by a newer cuda-llm (schema {version}; this one "
                 f"knows {SCHEMA_VERSION}); upgrade cuda-llm or use --db"
             )
-        if version == 0 and self.db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
+        if version == 0 and tables:
             raise StoreError(
                 f"{self.path} is a database of another program, not a cuda-llm session database; "
                 "use --db to choose another file"
             )
+
+    def _enter_wal(self) -> None:
+        """Turn the file to WAL (a no-op once it is). SQLite answers "locked" at once, without its
+        busy wait, when another connection holds the file meanwhile: two runs started together on a
+        new database would see one of them refused. So this waits as any other lock is waited for."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                self.db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                busy = "locked" in str(exc) or "busy" in str(exc)
+                if not busy or time.monotonic() > deadline:
+                    raise
+                time.sleep(WAL_RETRY_S)
 
     def _migrate(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]

@@ -213,3 +213,41 @@ def test_second_connection_sees_committed_rows(tmp_path):
     finally:
         a.close()
         b.close()
+
+
+def _open_in_rounds(folder: str, rounds: int, barrier, results) -> None:
+    """One process of the test below: open each round's new database together with the others."""
+    for r in range(rounds):
+        barrier.wait()
+        try:
+            SessionStore(f"{folder}/round-{r}.db").close()
+            results.put("ok")
+        except StoreError as exc:
+            results.put(str(exc))
+
+
+def test_runs_started_together_on_a_new_database_all_open_it(tmp_path):
+    """Two runs started at once on a file that does not exist yet (a script launching several): each
+    creates, turns to WAL and migrates it while the others do. SQLite does not wait for a lock to
+    change the journal mode, and a file read between another's two writes looked like another
+    program's: one of them was refused in most rounds."""
+    import multiprocessing
+
+    processes, rounds = 3, 12
+    ctx = multiprocessing.get_context("spawn")  # (no fork of the test process and its threads)
+    barrier, results = ctx.Barrier(processes), ctx.Queue()
+    args = (str(tmp_path), rounds, barrier, results)
+    workers = [ctx.Process(target=_open_in_rounds, args=args) for _ in range(processes)]
+    for w in workers:
+        w.start()
+    outcomes = [results.get(timeout=120) for _ in range(processes * rounds)]
+    for w in workers:
+        w.join(timeout=30)
+    refused = [o for o in outcomes if o != "ok"]
+    assert not refused, f"{len(refused)} of {len(outcomes)} opens refused, first: {refused[0]}"
+    for r in range(rounds):
+        store = SessionStore(tmp_path / f"round-{r}.db", read_only=True)
+        try:
+            assert store.integrity_ok()
+        finally:
+            store.close()
