@@ -347,7 +347,9 @@ class FsrLoop:
         return "replay" if self.provider.spec.startswith("replay:") else "model"
 
     async def _judge_reply(self, label: str, reply: str, key: RequestKey, cut: bool = False) -> Judgement:
-        cand = self.judge.parse(label, reply, origin=self._origin())  # type: ignore[arg-type]
+        # Off the event loop, as the compile's checks are: a hostile reply of many small blocks takes
+        # a fifth of a second to sort out, and the UI (and Ctrl-C) must not wait for it.
+        cand = await asyncio.to_thread(self.judge.parse, label, reply, self._origin())  # type: ignore[arg-type]
         if isinstance(cand, Judgement):
             if cut:
                 # "No code block" or "never closed" alone hides the cause: the model wrote too much.
