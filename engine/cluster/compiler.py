@@ -17,6 +17,7 @@ import pickle
 from typing import Any
 
 import cuda_llm
+from cuda_llm.engine.cluster.connection import connected
 from cuda_llm.engine.compile.pool import CompilerPool
 from cuda_llm.engine.compile.result import CompileResult
 from cuda_llm.engine.compile.source import CheckedSource, check_source
@@ -124,8 +125,9 @@ class ClusterCompiler:
 
         if self._starting is not None:
             self._starting.cancel()
-        for handle in self._handles:
+        for handle in self._handles if connected() else ():
             # Killing the actor ends its compiler process too (a compiler child dies with its parent).
+            # Without the connection there is none to kill: the cluster ends a lost client's actors.
             with contextlib.suppress(RayError, ValueError, ConnectionError):
                 ray.kill(handle, no_restart=True)
         self._ready.clear()

@@ -138,9 +138,9 @@ class ClusterGpuPool:
     async def validate(self, task: Task, program: ProgramRef) -> ValidationReport:
         timeout = self._budgets.validation_budget_s(task) + self.cluster.job_slack_s
         while True:
-            shipped = await self.shipper.ship(task)
             member = await self._acquire()
             try:
+                shipped = await self._ship(task)
                 return await self._call(member, "validate", (shipped, program), timeout, task)
             except _Lost as exc:
                 self._lose(member, str(exc), exc.for_good)
@@ -162,9 +162,10 @@ class ClusterGpuPool:
         timeout = self._budgets.profile_budget_s(len(programs) + int(library)) + self.cluster.job_slack_s
         member = self.members[worker % len(self.members)]
         while True:
+            self._check_reachable()
             if member.state != "ready":
                 member = await self._any_ready()
-            shipped = await self.shipper.ship(task)
+            shipped = await self._ship(task)
             try:
                 return await self._call(member, "profile", (shipped, list(programs), library), timeout, task)
             except _Lost as exc:
@@ -175,6 +176,17 @@ class ClusterGpuPool:
             except _JobFailed as exc:
                 return ProfileFailure(Fault("crashed", "ACTOR", f"the GPU's actor failed: {exc}"))
 
+    async def _ship(self, task: Task) -> ShippedTask:
+        """The task's files in the object store; GpusLost if the connection closed meanwhile (Ray,
+        told to start nothing by itself, refuses the put: ClusterConnection)."""
+        try:
+            return await self.shipper.ship(task)
+        except Exception:
+            if connected():
+                raise
+            self._gone = self._gone or self._lost_line("the connection closed")
+            raise GpusLost(self._gone) from None
+
     async def peaks(self, force: bool = False) -> Peaks:
         """The first GPU's ceilings (measured on every GPU, so each one's cache is warm)."""
         measured = await asyncio.gather(*(m.handle.peaks.remote(force) for m in self.members))
@@ -182,6 +194,8 @@ class ClusterGpuPool:
 
     async def worker_restarts(self) -> int:
         """How often the GPU worker processes were restarted inside their actors (crashes, hangs)."""
+        if not connected():
+            return 0
         counts = await asyncio.gather(*(m.handle.worker_restarts.remote() for m in self.members if m.state == "ready"))
         return sum(counts)
 
@@ -205,6 +219,8 @@ class ClusterGpuPool:
 
     # ---- getting a GPU -------------------------------------------------------------------------------
     def _check_reachable(self) -> None:
+        if self._closed:
+            raise GpusLost(self._gone or self._lost_line("the session closed its GPUs"))
         for member in self.members:
             if member.state == "lost" and member not in self._watched:
                 self._watch(member)  # lost under another pool of the fleet, or before this one began
@@ -265,8 +281,9 @@ class ClusterGpuPool:
             # way. A restarted actor starts clean.
             import ray
 
-            with contextlib.suppress(RayError, ValueError):
-                ray.kill(member.handle, no_restart=False)
+            if connected():
+                with contextlib.suppress(RayError, ValueError, ConnectionError):
+                    ray.kill(member.handle, no_restart=False)
             raise _Lost(f"no answer within {timeout_s:.0f} s", for_good=False) from None
         except ObjectLostError:
             self.shipper.forget(task)
@@ -359,8 +376,9 @@ class ClusterGpuPool:
         member.state = "dead"
         self.events.append(f"{member.ran_on.describe()} gone: {reason}")
         self._drop_slots(member)
-        with contextlib.suppress(RayError, ValueError, ConnectionError):
-            ray.kill(member.handle, no_restart=True)
+        if connected():
+            with contextlib.suppress(RayError, ValueError, ConnectionError):
+                ray.kill(member.handle, no_restart=True)
 
 
 def _reason(exc: BaseException) -> str:

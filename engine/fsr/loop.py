@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from cuda_llm.engine.concurrency import gather_or_cancel
 from cuda_llm.engine.contract.errors import FormatError
 from cuda_llm.engine.contract.plan import parse_plan
 from cuda_llm.engine.errors import UserError
@@ -272,7 +273,7 @@ class FsrLoop:
     async def _request_batch(self, state: LoopState, r: int, attempt: int, prompt: list[Message]) -> list[Judgement]:
         keys = [RequestKey(r, attempt, slot) for slot in range(self.settings.candidates)]
         while True:
-            results = await asyncio.gather(*(self._one(state, key, prompt) for key in keys))
+            results = await gather_or_cancel(self._one(state, key, prompt) for key in keys)
             judged = [j for j in results if isinstance(j, Judgement)]
             errors = [e for e in results if isinstance(e, ModelError)]
             if judged or not errors or self.control.stopped:
@@ -570,7 +571,8 @@ class FsrLoop:
             return self._record(
                 Judgement(label, "format_error", str(exc).splitlines()[0], detail=str(exc)), "parsed", key
             )
-        cand = Candidate(label, edit.source, plan, f"edited from {edit.based_on}" if edit.based_on else "", "user")
+        explanation = f"edited from {edit.based_on}" if edit.based_on else ""
+        cand = Candidate(label, edit.source, plan, explanation, "user", based_on=edit.based_on)
         j = await self._judge_candidate(cand, key)
         if j.status != "correct" or self.judge.compile_only:
             return j

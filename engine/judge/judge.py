@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from cuda_llm.engine.compile.result import CompileResult
 from cuda_llm.engine.compile.source import CheckedSource, check_source
+from cuda_llm.engine.concurrency import gather_or_cancel
 from cuda_llm.engine.contract.binding import bind_plan
 from cuda_llm.engine.contract.errors import FormatError, headline
 from cuda_llm.engine.contract.limits import LaunchLimits, PlanError, arch_limits, check_every_size, device_limits
@@ -226,8 +227,8 @@ class Judge:
         assert self.gpu is not None
         workers = max(1, getattr(self.gpu, "size", 1))
         groups = [list(entries[i::workers]) for i in range(min(workers, max(1, len(entries))))]
-        parts = await asyncio.gather(
-            *(self._profile_group(g, anchor, i if workers > 1 else None) for i, g in enumerate(groups))
+        parts = await gather_or_cancel(
+            self._profile_group(g, anchor, i if workers > 1 else None) for i, g in enumerate(groups)
         )
         judged = tuple(j for part in parts for j in part.judgements)
         anchors = {k: v for part in parts for k, v in part.anchors.items()}
