@@ -175,11 +175,15 @@ class SessionView:
         return None
 
     def parent_of(self, label: str) -> str | None:
-        """The kernel a candidate was written from: for a repair, the same slot's candidate of the
-        previous attempt; else the best its round set out to improve."""
+        """The kernel a candidate was written from: for a person's edit, the kernel edited; for a
+        repair, the same slot's candidate of the previous attempt; else the best its round set out to
+        improve."""
         c = self.candidates.get(label)
         if c is None:
             return None
+        edited = c.judgement.candidate.based_on if c.judgement is not None and c.judgement.candidate else None
+        if edited and (edited == BASELINE_LABEL or edited in self.candidates):
+            return edited
         if c.attempt > 0:
             before = next(
                 (
@@ -318,10 +322,13 @@ class SessionView:
     def _on_RoundProfiled(self, e: ev.RoundProfiled) -> set[str]:
         if e.timing.baseline is not None and self.baseline is not None:
             self.baseline = _with_timing(self.baseline, e.timing.baseline)
+        anchor = e.timing.anchor
+        if anchor is not None and anchor.label == self.best_label and anchor.label != BASELINE_LABEL:
+            self._adopt_best(anchor)
         for c in self.candidates.values():  # timed ones are judged; the rest of the round is done
             if c.round == e.round and c.phase == "profiling":
                 c.phase = "judged"
-        return {LATENCY, TREE}
+        return {LATENCY, TREE, STATUS}
 
     def _on_AwaitingDecision(self, e: ev.AwaitingDecision) -> set[str]:
         self.awaiting = e
@@ -343,8 +350,16 @@ class SessionView:
         self._say(f"{e.label} {e.decision}{why}")
         return {STATUS, TREE, LOG}
 
+    def _adopt_best(self, j: Judgement) -> None:
+        """The best as last timed (the loop times it again beside every round's candidates, and after
+        a resume): its leaf in the tree, the status line and the latency pane show the same figure."""
+        self.best_label, self.best = j.label, j
+        c = self.candidates.get(j.label)
+        if c is not None and c.judgement is not None and j.timing is not None:
+            c.judgement = j
+
     def _on_BestImproved(self, e: ev.BestImproved) -> set[str]:
-        self.best_label, self.best = e.judgement.label, e.judgement
+        self._adopt_best(e.judgement)
         self._say(f"new best: {e.judgement.label} ({e.judgement.message})")
         return {TREE, LATENCY, STATUS, LOG, KERNEL}
 
@@ -377,9 +392,9 @@ class SessionView:
     def _on_SessionFinished(self, e: ev.SessionFinished) -> set[str]:
         self.state, self.state_reason, self.awaiting = "finished", e.reason, None
         if e.best is not None:
-            self.best_label, self.best = e.best.label, e.best
+            self._adopt_best(e.best)
         self._say(f"session finished: {e.reason}")
-        return {STATUS, LOG, TREE}
+        return {STATUS, LOG, TREE, LATENCY}
 
     def _on_Failed(self, e: ev.Failed) -> set[str]:
         self.state, self.error = "failed", e.message
@@ -418,7 +433,7 @@ class SessionView:
             if best_us is not None:
                 self.best_by_round = [p for p in self.best_by_round if p[0] != r]
                 self.best_by_round.append((r, float(best_us)))
-        self.best_label, self.best = e.best.label, e.best
+        self._adopt_best(e.best)
         self.tokens_used = e.tokens_used
         if e.rounds or e.candidates:
             self._say(

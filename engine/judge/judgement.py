@@ -34,6 +34,7 @@ class Candidate:
     plan: LaunchPlan
     explanation: str = ""
     origin: Origin = "model"
+    based_on: str | None = None  # for a person's edit: the label of the kernel it was edited from
 
 
 @dataclass(frozen=True)
