@@ -147,6 +147,10 @@ async def test_a_cluster_that_goes_away_pauses_the_session_and_it_resumes(tmp_pa
         cluster.shutdown()
     assert result.status == "paused"
     assert "\n" not in result.reason and result.reason.startswith(f"lost the Ray cluster at {address}")
+    ray = require_ray()
+    # Ray starts a local instance by itself when a call finds no connection: nothing of the lost
+    # session may make one, or the resume below would judge on this machine's fake Ray.
+    assert not ray.is_initialized(), "a call after the cluster went away started Ray here"
     at_pause = {label: status for label, status, _node in judged_rows(tmp_path / "sessions.db")}
     replied = set(replies(tmp_path / "sessions.db"))
     assert any(at_pause.get(label) is None for label in replied), "the candidates in flight wait for the resume"
