@@ -97,6 +97,15 @@ def resume_server(record: SessionRecord, model: str, options: SessionOptions) ->
             f"server it used with {flag}, or add --switch-server to send its prompts to "
             f"{'OLLAMA_HOST or the local default' if kind == 'ollama' else 'OPENAI_BASE_URL or the default'}"
         )
+    if not same_kind and kind in ("ollama", "openai") and not options.switch_server:
+        # Another kind of model is another server: its prompts (and, for openai, the key) would go to
+        # whatever the flag, an environment variable or the default names.
+        where = asked or ("OLLAMA_HOST or the local default" if kind == "ollama" else "OPENAI_BASE_URL or the default")
+        raise UserError(
+            f"session {record.id} was recorded with {record.model} at {record.server or 'its default server'}; "
+            f"{model} would send its prompts to {where}: add --switch-server to do that (with {flag} to name the "
+            "server), or resume with the session's own model"
+        )
     if recorded is None or kind not in ("ollama", "openai"):
         return options.host, options.base_url
     if asked is not None and _normalised(kind, asked) != recorded:

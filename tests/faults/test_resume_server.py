@@ -4,6 +4,7 @@ printed `continue with:` line names the database and the server."""
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import uuid
 
@@ -16,7 +17,7 @@ from cuda_llm.engine.cli.run_cmd import resume_command
 from cuda_llm.engine.errors import UserError
 from cuda_llm.engine.llm.spec import parse_model_spec
 
-from .helpers import resume
+from .helpers import resume, resume_options
 
 GROUP = "host safety"
 GOOD = chunked(reply())
@@ -130,3 +131,28 @@ async def test_a_session_recorded_without_its_server_needs_one_named(tmp_path, m
         assert resumed.status == "finished" and len(recorded.chat_requests) > before and not elsewhere.chat_requests
         assert recorded_server(db) == recorded.openai_url.rstrip("/")
     observed(f"refused: {message!r}; with --base-url: finished there, server recorded")
+
+
+@pytest.mark.fault(
+    GROUP,
+    "resume of an ollama session with --model openai:M (another kind of server), without --switch-server",
+    "refused with one line naming the recorded server and the flag; nothing sent; with the flag it goes to the "
+    "named --base-url",
+)
+async def test_another_kind_of_model_is_another_server(tmp_path, monkeypatch, observed):
+    monkeypatch.setenv("OPENAI_API_KEY", f"sk-kind-switch-{uuid.uuid4().hex}")
+    with LoopbackLLMServer() as recorded, LoopbackLLMServer() as elsewhere:
+        recorded.default = elsewhere.default = GOOD
+        await run_session(options(tmp_path, "ollama:loop-model", candidates=1, rounds=1), host=recorded.url)
+        db = tmp_path / "sessions.db"
+        before = len(recorded.chat_requests)
+        monkeypatch.setenv("OPENAI_BASE_URL", elsewhere.openai_url)  # where openai:M would go by default
+        opts = dataclasses.replace(resume_options(db, rounds=2), model="openai:loop-model")
+        with pytest.raises(UserError) as refused:
+            await run_session(opts)
+        message = str(refused.value)
+        assert "\n" not in message and "--switch-server" in message and recorded_server(db) in message
+        assert len(recorded.chat_requests) == before and not elsewhere.chat_requests
+        switched, _ = await run_session(dataclasses.replace(opts, switch_server=True), base_url=elsewhere.openai_url)
+        assert switched.status == "finished" and elsewhere.chat_requests
+    observed(f"refused: {message!r}; with --switch-server: finished on the named server")
