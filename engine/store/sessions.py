@@ -24,6 +24,7 @@ from cuda_llm.engine.judge.judgement import Judgement
 from cuda_llm.engine.llm.base import Completion, Message, RequestKey
 from cuda_llm.engine.paths import user_data_dir
 from cuda_llm.engine.settings import LoopSettings
+from cuda_llm.engine.store.owner import owner_alive
 from cuda_llm.engine.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 # A second process waits this long for a lock before giving up with a message.
@@ -73,7 +74,7 @@ class SessionRecord:
             self.status == "running"
             and self.owner_pid
             and self.owner_host == socket.gethostname()
-            and not _alive(self.owner_pid)
+            and not owner_alive(self.owner_pid, self.updated_at)
         ):
             return "interrupted"
         return self.status
@@ -404,7 +405,7 @@ class SessionStore:
         here = socket.gethostname()
         if (
             rec.status == "running" and rec.owner_pid and rec.owner_pid != os.getpid() and rec.owner_host == here
-        ) and _alive(rec.owner_pid):
+        ) and owner_alive(rec.owner_pid, rec.updated_at):
             raise StoreError(f"session {session_id} is being run by process {rec.owner_pid}; stop it first")
         self.update_session(session_id, owner_pid=os.getpid(), owner_host=here, status="running", status_message="")
 
@@ -570,13 +571,3 @@ class SessionStore:
             (session_id,),
         )
         return {RequestKey(r[0], r[1], r[2]): _text(r[3]) for r in rows}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
