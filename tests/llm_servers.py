@@ -23,6 +23,10 @@ once instead of hanging). GET requests do not consume the queue.
 Every loop is bounded: stalls end by themselves (or at shutdown), an endless reply stops when the
 client hangs up, after ENDLESS_MAX_CHUNKS chunks or after ENDLESS_MAX_S seconds, and a client
 that stops reading is dropped after IDLE_CONNECTION_TIMEOUT_S. Only 127.0.0.1 is ever bound.
+
+A reply with `encoding` is sent compressed (Content-Encoding) whatever the request's Accept-Encoding
+said, as a server that ignores it does; `Reply.gzip_bomb` makes one line of any size, generated as it
+is compressed, so neither side of the test holds it whole unless the client decodes it whole.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import socket
 import sys
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -54,6 +59,14 @@ SHUTDOWN_JOIN_S = 5.0
 SERVE_POLL_S = 0.01
 # The size of each chunk of a Reply.big() reply: a thousand chunks of a kilobyte for 1 MB.
 BIG_CHUNK_CHARS = 1000
+
+# A filled line (Reply.fill_chars) is generated and compressed this much at a time.
+FILL_BLOCK_BYTES = 1 << 20
+# The encodings the server compresses with (wbits for zlib); any other name is claimed in the header
+# with the bytes left plain.
+ENCODINGS_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+# Stands for the text of a filled line until it is written.
+FILL_PLACEHOLDER = "@@fill@@"
 
 # Stands for the invalid bytes in the JSON text of an invalid_utf8 chunk until it is written.
 INVALID_UTF8_PLACEHOLDER = "@@not-utf-8@@"
@@ -90,6 +103,12 @@ class Reply:
     finish: bool = True  # send done:true / finish_reason + [DONE]; False: end cleanly without them
     done_reason: str = "stop"  # ollama done_reason; "length" maps to OpenAI finish_reason "length"
     usage: bool = True  # report token counts (eval_count / usage chunk)
+    # Content-Encoding of the body (stream or error), sent whether or not the client asked for it:
+    # "gzip", "x-gzip" and "deflate" compress it, any other name is only claimed (the bytes stay plain).
+    encoding: str | None = None
+    # One text chunk (or, with a status, the error message) of this many "x"s, before `chunks`:
+    # generated FILL_BLOCK_BYTES at a time as it is written (and compressed), never held whole.
+    fill_chars: int = 0
 
     @classmethod
     def text(cls, *chunks: str, **changes: Any) -> Reply:
@@ -167,6 +186,12 @@ class Reply:
         return cls(chunks=chunks, **changes)
 
     @classmethod
+    def gzip_bomb(cls, size: int, status: int = 200) -> Reply:
+        """One line holding `size` characters, gzip-compressed (about 1000:1): a stream line, or with a
+        status the body of that HTTP error."""
+        return cls(fill_chars=size, encoding="gzip", status=status)
+
+    @classmethod
     def endless(cls, chunk: str = "again ") -> Reply:
         return cls(chunks=(chunk,), repeat=True)
 
@@ -185,7 +210,7 @@ class Reply:
 
     def text_content(self) -> str:
         """The full text a client receives if the reply is played to the end."""
-        return "".join(self.chunks)
+        return "x" * self.fill_chars + "".join(self.chunks)
 
 
 @dataclass
@@ -519,6 +544,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # chunked streaming, so a cut connection is visible as one
     timeout = IDLE_CONNECTION_TIMEOUT_S
     server: _HTTPServer
+    _encoder: Any = None  # the compressor of the body being written (Reply.encoding), if any
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # quiet: pytest shows what matters
@@ -600,18 +626,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _play(self, wire: _OllamaWire | _OpenAIWire, reply: Reply, rec: RecordedRequest) -> str:
         model = rec.model or "?"
+        self._encoder = None
         if reply.status != 200:
             message = reply.message or (wire.not_found_message(model) if reply.status == 404 else "error")
             message = message.replace("{key}", self._bearer())
             extra = {"Retry-After": reply.retry_after} if reply.retry_after is not None else {}
-            self._send_json(reply.status, wire.error_body(reply.status, message), extra)
+            if reply.fill_chars:
+                self._start_chunked(reply.status, "application/json", reply.encoding, extra)
+                self._write_filled(json.dumps(wire.error_body(reply.status, FILL_PLACEHOLDER)).encode(), reply)
+                self._end_body()
+            else:
+                self._send_json(reply.status, wire.error_body(reply.status, message), extra, reply.encoding)
             return "status"
 
-        self.send_response(200)
-        self.send_header("Content-Type", wire.content_type)
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        self._flush()
+        self._start_chunked(200, wire.content_type, reply.encoding)
         if self.owner._pause(reply.stall_first_s):
             return "shutdown"
 
@@ -623,6 +651,10 @@ class _Handler(BaseHTTPRequestHandler):
             rec.chunks_sent = sent
             if self.owner._pause(reply.chunk_delay_s):
                 return "shutdown"
+        if reply.fill_chars:
+            self._write_filled(wire.chunk(model, FILL_PLACEHOLDER), reply)
+            sent += 1
+            rec.chunks_sent = sent
         for i, text in enumerate(self._pieces(reply)):
             outcome = self._event_before(wire, reply, i, model)
             if outcome is not None:
@@ -679,11 +711,18 @@ class _Handler(BaseHTTPRequestHandler):
         auth = self.headers.get("authorization") or ""
         return auth.removeprefix("Bearer ").strip()
 
-    def _send_json(self, status: int, payload: dict[str, Any], extra: dict[str, str] | None = None) -> None:
+    def _send_json(
+        self, status: int, payload: dict[str, Any], extra: dict[str, str] | None = None, encoding: str | None = None
+    ) -> None:
         data = json.dumps(payload).encode()
+        if encoding in ENCODINGS_WBITS:
+            encoder = zlib.compressobj(wbits=ENCODINGS_WBITS[encoding])
+            data = encoder.compress(data) + encoder.flush()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        if encoding is not None:
+            self.send_header("Content-Encoding", encoding)
         for k, v in (extra or {}).items():
             self.send_header(k, v)
         self.end_headers()
@@ -691,16 +730,52 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
             self._flush()
 
-    def _write(self, data: bytes) -> None:
-        """One HTTP chunk, flushed at once (the client sees each line as it is produced)."""
+    def _start_chunked(
+        self, status: int, content_type: str, encoding: str | None, extra: dict[str, str] | None = None
+    ) -> None:
+        """The headers of a chunked body; what `_write` sends after them is compressed with `encoding`."""
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        if encoding is not None:
+            self.send_header("Content-Encoding", encoding)
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self._flush()
+        self._encoder = zlib.compressobj(wbits=ENCODINGS_WBITS[encoding]) if encoding in ENCODINGS_WBITS else None
+
+    def _write(self, data: bytes, flush: bool = True) -> None:
+        """One HTTP chunk, flushed at once (the client sees each line as it is produced). With an
+        encoding, the compressed bytes so far (all of them unless `flush` is False)."""
+        if self._encoder is not None:
+            data = self._encoder.compress(data) + (self._encoder.flush(zlib.Z_SYNC_FLUSH) if flush else b"")
+            if not data:
+                return  # an empty chunk would end the body
         try:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self._flush()
         except OSError as exc:  # BrokenPipe, ConnectionReset: the client hung up
             raise _ClientGone from exc
 
+    def _write_filled(self, template: bytes, reply: Reply) -> None:
+        """`template` with FILL_PLACEHOLDER replaced by reply.fill_chars "x"s, written a block at a time."""
+        head, tail = template.split(FILL_PLACEHOLDER.encode())
+        self._write(head, flush=False)
+        block = b"x" * min(FILL_BLOCK_BYTES, reply.fill_chars)
+        whole, rest = divmod(reply.fill_chars, len(block))
+        for _ in range(whole):
+            if self.owner._stop.is_set():
+                raise _ClientGone  # shutting down: the client is dropped anyway
+            self._write(block, flush=False)
+        self._write(block[:rest] + tail)
+
     def _end_body(self) -> None:
         try:
+            if self._encoder is not None:
+                rest = self._encoder.flush()
+                self._encoder = None
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(rest), rest))
             self.wfile.write(b"0\r\n\r\n")
             self._flush()
         except OSError as exc:

@@ -43,10 +43,17 @@ class GenerateOptions:
     timeout_s: float = 600.0
     # Time allowed for the connection and the first token (a cold model may load for a while).
     first_token_timeout_s: float = 180.0
-    # Bytes one response body may bring (engine/llm/bounded.py). A reply of max_tokens tokens is a
+    # Bytes one response body may bring, counted as received and again as decoded (a compressed body
+    # is inflated piece by piece: engine/llm/bounded.py). A reply of max_tokens tokens is a
     # few hundred KB of text plus a hundred or so bytes of framing per streamed chunk: a few MB at
     # most. A server that sends more is runaway or hostile, and nothing past this is held.
     max_response_bytes: int = 16 * 1024 * 1024
+    # Servers enforce max_tokens themselves (num_predict, max_tokens); the client also counts so that
+    # a server that ignores it cannot stream forever. Each streamed chunk carries at least one token,
+    # so counting chunks never cuts a reply early; a server that sends few, huge chunks is caught by
+    # this character cap instead (max_tokens x this). Code averages about 4 characters per token, so
+    # 32 per token leaves a wide margin while still bounding memory.
+    max_chars_per_token: int = 32
 
 
 @dataclass(frozen=True)

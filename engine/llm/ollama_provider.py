@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from cuda_llm.engine.errors import UserError
 from cuda_llm.engine.llm.base import Completion, GenerateOptions, Message, ModelError, RequestKey, TokenCallback
-from cuda_llm.engine.llm.bounded import capped_transport, response_cap, too_large
+from cuda_llm.engine.llm.bounded import IDENTITY, capped_transport, response_cap, too_large, undecodable
 from cuda_llm.engine.llm.http_errors import Server, retry_after_seconds, with_server_models
 from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
 
@@ -108,6 +108,7 @@ class OllamaProvider:
         self._client = ollama.AsyncClient(
             host=self.where,
             timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_S),
+            headers=IDENTITY,
             event_hooks={"response": [_raise_for_status]},
             transport=capped_transport(httpx),
         )
@@ -190,6 +191,8 @@ class OllamaProvider:
             return exc
         if (big := too_large(exc)) is not None:
             return server.too_large(big.limit)
+        if (bad := undecodable(exc)) is not None:
+            return server.malformed(bad)
         if isinstance(exc, TimeoutError):  # one of our deadlines
             if deadlines is None:
                 return server.timeout(True, LIST_TIMEOUT_S)

@@ -19,7 +19,7 @@ from typing import Any
 import openai
 
 from cuda_llm.engine.llm.base import Completion, GenerateOptions, Message, ModelError, RequestKey, TokenCallback
-from cuda_llm.engine.llm.bounded import capped_transport, response_cap, too_large
+from cuda_llm.engine.llm.bounded import IDENTITY, capped_transport, response_cap, too_large, undecodable
 from cuda_llm.engine.llm.http_errors import Server, display_url, retry_after_seconds, with_server_models
 from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
 
@@ -51,6 +51,7 @@ class OpenAIProvider:
             base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
             max_retries=0,  # retries are complete_with_retries' job, with the UI told about each one
             timeout=openai.Timeout(None, connect=CONNECT_TIMEOUT_S),
+            default_headers=IDENTITY,
             http_client=openai.DefaultAsyncHttpxClient(transport=capped_transport(_http_library())),
         )
         self.where = display_url(str(self._client.base_url))
@@ -172,6 +173,8 @@ class OpenAIProvider:
             return exc
         if (big := too_large(exc)) is not None:
             return server.too_large(big.limit)
+        if (bad := undecodable(exc)) is not None:
+            return server.malformed(bad)
         if isinstance(exc, TimeoutError):  # one of our deadlines
             if deadlines is None:
                 return server.timeout(True, LIST_TIMEOUT_S)

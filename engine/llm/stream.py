@@ -11,13 +11,6 @@ from typing import TypeVar
 
 from cuda_llm.engine.llm.base import Completion, GenerateOptions, TokenCallback
 
-# Servers enforce max_tokens themselves (num_predict, max_tokens); the client also counts so that a
-# server that ignores it cannot stream forever. Each streamed chunk carries at least one token, so
-# counting chunks never cuts a reply early; a server that sends few, huge chunks is caught by the
-# character cap instead. Code averages about 4 characters per token, so 32 per token leaves a
-# wide margin while still bounding memory.
-MAX_CHARS_PER_TOKEN = 32
-
 T = TypeVar("T")
 
 
@@ -73,7 +66,7 @@ class ReplyBuffer:
                 self.first_activity_s = self.elapsed()
             self.chunks += 1
         limit = self.options.max_tokens
-        max_chars = limit * MAX_CHARS_PER_TOKEN
+        max_chars = limit * self.options.max_chars_per_token  # its reason: GenerateOptions
         if text:
             if self.first_token_s is None:
                 self.first_token_s = self.elapsed()

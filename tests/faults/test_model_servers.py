@@ -284,3 +284,43 @@ async def test_ten_code_blocks(tmp_path, llm_server, observed):
     assert "None of the last candidates was correct" in repair and message in repair
     assert judged["r2-fix1-1"].status == "compiled"
     observed(f"format error {message[:90]!r}... in the repair prompt; the repair compiled")
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        pytest.param(
+            "ollama:loop-model",
+            marks=pytest.mark.fault(
+                GROUP,
+                "a gzip bomb: one NDJSON line of 64 MiB gzip-compressed to 64 KB (Content-Encoding: gzip, though "
+                "the client asked for identity)",
+                "counted as it inflates, dropped at the 16 MiB response cap; not retried; the session pauses with "
+                "one line; round 1 kept, nothing of the line stored",
+            ),
+            id="ndjson",
+        ),
+        pytest.param(
+            "openai:loop-model",
+            marks=pytest.mark.fault(
+                GROUP,
+                "a gzip bomb: one SSE event of 64 MiB gzip-compressed to 64 KB (OpenAI)",
+                "counted as it inflates, dropped at the 16 MiB response cap; not retried; the session pauses with "
+                "one line; round 1 kept, nothing of the line stored",
+            ),
+            id="sse",
+        ),
+    ],
+)
+async def test_gzip_bomb(tmp_path, llm_server, observed, model):
+    result, watcher = await fault_in_round_2(tmp_path, llm_server, Reply.gzip_bomb(64 << 20), model=model)
+    db = tmp_path / "sessions.db"
+    assert result.status == "paused"
+    assert one_line(result.reason) and "passed 16 MiB" in result.reason and llm_server.url in result.reason
+    assert not retries(watcher), "a runaway reply is not asked for again"
+    after = snapshot(db)
+    assert_kept(watcher.before, after)
+    assert set(after) == {"baseline", "r1-1"} and integrity(db) == "ok"
+    asked = {r.headers.get("accept-encoding") for r in llm_server.chat_requests}
+    assert asked == {"identity"}
+    observed(f"paused: {result.reason!r}; asked for Accept-Encoding {asked.pop()}; round 1 intact, nothing stored")

@@ -54,6 +54,11 @@ FAULTS = [
     Fault("whitespace", Reply.text("  \n", "\n"), "empty", "try another model"),
     # One streamed line of 3 MB: held by nobody past the 1 MiB cap, and not asked for again.
     Fault("one-chunk flood", Reply.text("x" * (3 << 20)), "too_large", "passed 1 MiB", CAPPED),
+    # 64 MiB in one line, gzip-compressed to 64 KB (under the cap on the wire): counted as it inflates.
+    Fault("gzip bomb", Reply.gzip_bomb(64 << 20), "too_large", "passed 1 MiB", CAPPED),
+    Fault("gzip bomb as an error body", Reply.gzip_bomb(64 << 20, status=500), "too_large", "passed 1 MiB", CAPPED),
+    # A coding that is not inflated here is refused, not handed to httpx to inflate unbounded.
+    Fault("unasked-for encoding", Reply.text("ok", encoding="br"), "protocol", "Content-Encoding 'br'"),
 ]
 RETRYABLE = [f for f in FAULTS if ModelError(f.kind, "").retryable]  # type: ignore[arg-type]
 FINAL = [f for f in FAULTS if f not in RETRYABLE]

@@ -11,7 +11,6 @@ import pytest
 from llm_servers import BIG_CHUNK_CHARS, Reply
 
 from cuda_llm.engine.llm.base import GenerateOptions, ModelError, RequestKey
-from cuda_llm.engine.llm.stream import MAX_CHARS_PER_TOKEN
 
 from .wire import FAST, KEY, MODEL, PROMPT, Wire
 
@@ -98,7 +97,8 @@ async def test_a_one_megabyte_reply_is_cut_at_max_tokens(wire: Wire) -> None:
 
     # A kilobyte per chunk is far above any real token: the character cap cuts it, within one chunk.
     assert reply.text_content().startswith(done.text)
-    assert 100 * MAX_CHARS_PER_TOKEN <= len(done.text) < 100 * MAX_CHARS_PER_TOKEN + BIG_CHUNK_CHARS
+    cap = 100 * options.max_chars_per_token
+    assert cap <= len(done.text) < cap + BIG_CHUNK_CHARS
     assert done.finish_reason == "length"
     assert wire.server.wait_idle()
     # Loopback socket buffers can take the whole megabyte before the client hangs up, so the
