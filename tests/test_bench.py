@@ -60,11 +60,15 @@ def test_compile_only_says_not_validated_and_never_correct(compile_only_run):
     rows = table_rows(text)
     assert set(rows) == set(paper_table.TASKS)
     for cells in rows.values():
-        correct = cells[7]
+        correct = cells[8]
         assert correct.startswith("not validated (") and "yes" not in correct
         assert cells[2] == cells[3] == "-", "no latency or speedup without a GPU"
-        assert cells[8] == "- (not validated)"
+        assert cells[6] == cells[7] == "-", "no roofline share, achievable or physical, without a GPU"
+        assert cells[9] == "- (not validated)"
     assert "No speedups: compile-only (not validated)" in text
+    nvrtc = json.loads((out / "first" / "bench.json").read_text())["rows"][0]["environment"]["nvrtc"]
+    assert f"kernels were compiled (NVRTC {nvrtc}) and bound, never run or timed" in text, "bench.json's NVRTC"
+    assert "no roofline stop, temperature 0.0, seed 7, max tokens " in text and "None" not in text
     assert "library: no figure for dot_product, reverse_array, matrix_copy: compile-only: no GPU to time it on" in text
     doc = json.loads((out / "first" / "bench.json").read_text())
     assert doc["validated"] is False and all(r["validated"] is False for r in doc["rows"])
@@ -201,18 +205,24 @@ async def test_on_a_gpu_the_table_names_the_round_the_candidate_and_the_library(
 
     text = markdown(doc)
     cells = table_rows(text)
-    assert cells["vector_add"][1:9] == [
+    assert cells["vector_add"][1:10] == [
         "100.0",
         "40.0",
         "2.50x",
         "50.0",
         "1.25x",
         "50%",
+        f"{va.physical_share:.0%}",
         "yes (2 of 2)",
         "r1-1 (round 1)",
     ]
-    assert cells["reverse_array"][7:9] == ["yes (2 of 3)", "r1-fix1-1 (round 1)"]
-    assert cells["leaky_relu"][3:9] == ["1.00x", "none", "-", "-", "yes (2 of 2)", "baseline (nothing beat it)"]
+    assert 0 < va.physical_share < 1
+    header = next(line for line in text.splitlines() if line.startswith("| task"))
+    assert "| roofline |" not in header and "| achievable roofline | physical limit |" in header, "each named"
+    assert "achievable roofline is the best's share of the achievable roofline" in text
+    assert "physical limit its share of the physical limit" in text
+    assert cells["reverse_array"][8:10] == ["yes (2 of 3)", "r1-fix1-1 (round 1)"]
+    assert cells["leaky_relu"][3:10] == ["1.00x", "none", "-", "-", "-", "yes (2 of 2)", "baseline (nothing beat it)"]
     improved, overall = math.sqrt(2.5 * 100 / 60), (2.5 * 100 / 60) ** (1 / 3)
     assert f"geometric mean speedup over the tasks that improved (2): {improved:.2f}x" in text
     assert (
@@ -236,6 +246,18 @@ async def test_without_the_library_extra_the_column_is_empty_and_says_why(tmp_pa
     row = next(r for r in doc["rows"] if r["task"] == "vector_add")
     assert row["library"]["median_us"] is None and INSTALL_HINT in row["library"]["note"]
     assert row["library"]["name"] and "CuPy" in row["library"]["name"]
+
+
+def test_the_header_says_which_sampling_settings_were_left_to_the_server_and_names_the_roofline():
+    from cuda_llm.engine.cli.bench_table import settings_text
+
+    unset = settings_text({"candidates": 4, "rounds": 5, "repairs": 3, "patience": 3, "target_roofline": 0.9})
+    assert unset == (
+        "N=4 D=5 R=3 K=3, stop at 0.9 of the achievable roofline, temperature server default, "
+        "seed server default, max tokens server default"
+    )
+    given = settings_text({"target_roofline": None, "generate": {"temperature": 0.0, "seed": 0, "max_tokens": 512}})
+    assert "no roofline stop, temperature 0.0, seed 0, max tokens 512" in given, "0 is a value, not unset"
 
 
 def test_suspect_and_compiled_candidates_are_not_correct():
@@ -302,7 +324,7 @@ def test_rows_on_two_gpu_models_name_theirs_and_are_never_averaged_together():
     assert "| task | GPU | baseline (us) |" in text
     cells = table_rows(text)
     assert [cells[t][1] for t in "abc"] == ["NVIDIA H100", "NVIDIA A100", "NVIDIA H100"]
-    assert cells["a"][4] == "4.00x" and cells["b"][9] == "r1-1 (round 1)"
+    assert cells["a"][4] == "4.00x" and cells["b"][10] == "r1-1 (round 1)"
     assert "2 GPU models on 3 node(s) of a Ray cluster: NVIDIA A100 (sm_80), NVIDIA H100 (sm_90)" in text
     assert "on the row's GPU" in text and "geometric means are per GPU model" in text
     assert "- on NVIDIA H100 (2 task(s)):" in text and "- on NVIDIA A100 (1 task(s)):" in text
@@ -427,5 +449,5 @@ async def test_bench_replays_the_latest_session_per_task(tmp_path, llm_server, c
     assert rows[0].model == f"replay:{first.session_id}" and rows[0].rounds_run == 1
     assert rows[0].settings["candidates"] == 2, "the replayed session's own settings"
     text = markdown(document(rows, request_from_args(args), ["cuda-llm", *args.argv]))
-    assert table_rows(text)["vector_add"][7] == "not validated (2 of 2 compiled)"
+    assert table_rows(text)["vector_add"][8] == "not validated (2 of 2 compiled)"
     assert "no recorded session of matmul" in capsys.readouterr().err

@@ -21,6 +21,7 @@ from session_driver import options, run_session
 
 from cuda_llm.engine.cli import eval_cmd
 from cuda_llm.engine.cli.main import EXIT_BROKEN_PIPE, main
+from cuda_llm.engine.cli.output import VERDICT_CHARS
 from cuda_llm.engine.gpu.library import cupy_missing
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -237,6 +238,58 @@ def test_the_json_message_of_a_rejected_source_is_complete(tmp_path, capsys):
     assert j["message"] in j["detail"].replace("\n  ", " ")
 
 
+# ---- the headless run's progress lines ---------------------------------------------------------------
+
+
+def test_a_headless_run_shows_a_reply_without_code_blocks_in_one_short_line(tmp_path, capsys, llm_server):
+    llm_server.default = chunked("I would rather explain it in words: add the vectors element by element.")
+    code, out, err = cli(
+        capsys,
+        "run", "vector_add", "--model", "ollama:loop-model", "--host", llm_server.url, "--headless", "--compile-only",
+        "--rounds", "1", "--candidates", "1", "--repairs", "0", "--db", str(tmp_path / "s.db"), "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    line = next(x for x in err.splitlines() if x.startswith("  r1-1: ") and "reply received" not in x)
+    assert line == "  r1-1: no CUDA code block found: put all the kernels in one fenced ```cuda block."
+    assert len(line) <= VERDICT_CHARS + 10 and "no launch plan found" not in err
+    full = next(h for h in json.loads(out)["history"] if h["label"] == "r1-1")["message"]
+    assert full.startswith(line.strip().removeprefix("r1-1: ")) and "no launch plan found" in full, "whole in --json"
+    assert len(full) > 300
+
+
+def test_progress_names_both_ceilings_and_keeps_a_timed_candidates_figures():
+    from cuda_llm.engine.cli.progress import ProgressPrinter
+    from cuda_llm.engine.fsr import events as ev
+    from cuda_llm.engine.judge.judgement import Judgement
+
+    buf = io.StringIO()
+    printer = ProgressPrinter(buf, live=False)
+    figures = (
+        "correct; 40.0 us (IQR 1.0), 2.50x the baseline, 50% of the achievable roofline (memory-bound), "
+        "49% of the physical limit, two levels: 38.0 us (47% of samples, SM 1980 MHz) and 42.0 us (53%, SM 1755 MHz)"
+    )
+    printer(ev.CandidateJudged("1", "validated", Judgement("r1-1", "correct", figures)))
+    printer(ev.RoundFinished("1", 1, True, "r1-1", 40.0, 2.5, 0.5, 1200, best_physical_share=0.49))
+    printer(ev.RoundFinished("1", 2, False, "r1-1", 40.0, 2.5, 0.5, 2400))  # an older event: no physical share
+    assert buf.getvalue().splitlines() == [
+        f"  r1-1: {figures}",
+        "round 1 done: best r1-1 40.0 us, 2.50x baseline, 50% of the achievable roofline (49% of the physical "
+        "limit); 1200 tokens so far",
+        "round 2 done: best r1-1 40.0 us, 2.50x baseline, 50% of the achievable roofline; 2400 tokens so far",
+    ]
+
+
+def test_eval_names_both_ceilings(tmp_path):
+    import asyncio
+
+    j, _ = asyncio.run(_judged_on_the_fake_gpu(library_us=50))
+    line = next(x for x in eval_cmd.render(j, "Fake H100 (sm_90)").splitlines() if "GB/s" in x)
+    f = j.figures
+    assert f"{f.roofline_pct:.0f}% of the achievable roofline (floor {f.floor_us:.1f} us, memory-bound)" in line
+    assert f"{f.physical_pct:.0f}% of the physical limit (floor {f.physical_floor_us:.1f} us)" in line
+    assert "roofline floor" not in line and "of it" not in line
+
+
 # ---- export, eval of an export, replay ----------------------------------------------------------------
 
 
@@ -268,6 +321,22 @@ def test_export_of_any_candidate_and_eval_of_the_export(tmp_path, capsys, record
     assert code == 0, "a candidate that failed to compile still has its source"
     report = json.loads((out / "report.json").read_text())
     assert report["exported"]["status"] == "compile_error" and "undefined_thing" in (out / "kernel.cu").read_text()
+    assert f"cuda-llm: {out}/ existed: replaced its kernel.cu, plan.json, report.md, report.json" in one_line(err)
+
+
+def test_export_into_a_fresh_folder_says_nothing_and_into_an_earlier_export_says_it_replaced_it(
+    tmp_path, capsys, recorded_db, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli(capsys, "export", "1", "--db", str(recorded_db))
+    assert code == 0 and err == "" and (tmp_path / "cuda-llm-session-1" / "kernel.cu").is_file()
+    (tmp_path / "cuda-llm-session-1" / "notes.txt").write_text("mine")
+    (tmp_path / "cuda-llm-session-1" / "plan.json").unlink()
+    code, out, err = cli(capsys, "export", "1", "--db", str(recorded_db), "--json")
+    assert code == 0
+    assert one_line(err) == "cuda-llm: cuda-llm-session-1/ existed: replaced its kernel.cu, report.md, report.json"
+    assert json.loads(out)["replaced"] == ["kernel.cu", "report.md", "report.json"]
+    assert (tmp_path / "cuda-llm-session-1" / "notes.txt").read_text() == "mine", "other files are left alone"
 
 
 @pytest.mark.parametrize("command", [["sessions"], ["export", "1"], ["replay", "1"], ["doctor"]])
@@ -291,6 +360,9 @@ async def test_export_of_a_gpu_session_writes_the_best(tmp_path, llm_server, cap
     assert report["best"]["round"] == 1 and report["environment"]["gpu"]["name"] == "Fake H100"
     md = (tmp_path / "e" / "report.md").read_text()
     assert "- best: r1-1 (round 1)" in md and "driver 13.0" in md
+    f = report["best"]["figures"]
+    assert f"{f['roofline_share']:.0%} of the achievable roofline (memory-bound), " in md, "each share named"
+    assert f"{f['physical_share']:.0%} of the physical limit, " in md and "| achievable roofline |" in md
 
 
 async def test_export_when_nothing_beat_the_baseline_writes_the_baseline(tmp_path, llm_server, capsys):

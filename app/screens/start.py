@@ -37,6 +37,7 @@ from cuda_llm.app.widgets.footer import KeyFooter
 from cuda_llm.app.widgets.telemetry import TelemetryBar
 from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
 from cuda_llm.engine.llm.ollama_provider import ollama_url
 
 MODEL_KINDS = ("ollama", "openai", "replay", "manual")
@@ -133,8 +134,17 @@ class StartScreen(Screen[None]):
                         yield Label("K patience")
                         yield Input(str(c.patience), type="integer", id="opt-k", compact=True)
                     with Horizontal(classes="field"):
-                        yield Label("stop at roofline share (0: never)")
-                        yield Input(f"{c.target_roofline:g}", type="number", id="opt-target", compact=True)
+                        # Named: the share is of the achievable roofline (metrics.ROOFLINE_NAME), never
+                        # the physical limit; as long as the old label, so the field fits at 80 columns.
+                        yield Label("achievable roofline stop (0: off)")
+                        yield Input(
+                            f"{c.target_roofline:g}",
+                            type="number",
+                            id="opt-target",
+                            compact=True,
+                            tooltip=f"stop when the best reaches this share of {ROOFLINE_NAME} (our probes' "
+                            f"measured ceilings, not {PHYSICAL_NAME}); 0: never",
+                        )
                     yield Checkbox("auto-accept each round's winner", c.auto_accept, id="opt-auto", compact=True)
                     yield Button("Start (s / F5)", variant="primary", id="start", compact=True)
                     # Right under the fields and the button it is about, not at the foot of the screen.
@@ -395,9 +405,9 @@ class StartScreen(Screen[None]):
         try:
             target = float(value("opt-target") or 0)
         except ValueError:
-            raise ValueError("the roofline share must be a number such as 0.9") from None
+            raise ValueError(f"the share of {ROOFLINE_NAME} must be a number such as 0.9") from None
         if not 0 <= target <= 1:
-            raise ValueError("the roofline share must be between 0 and 1")
+            raise ValueError(f"the share of {ROOFLINE_NAME} must be between 0 and 1")
         chosen = self.chosen_model if self.chosen_model and self.chosen_model.spec == spec else None
         return Choices(
             task=task,

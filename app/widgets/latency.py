@@ -16,7 +16,7 @@ from textual_plot import HiResMode, PlotWidget
 from cuda_llm.app.state import SessionView
 from cuda_llm.app.widgets.text import set_text
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL
-from cuda_llm.engine.judge.metrics import ROOFLINE_NAME
+from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
 
 
 def figures_text(view: SessionView) -> str:
@@ -48,7 +48,7 @@ def figures_text(view: SessionView) -> str:
         if fig.floor_us:
             parts.append(
                 f"{fig.roofline_pct:.0f}% of {ROOFLINE_NAME} ({fig.bound}-bound, floor {fig.floor_us:.1f} us), "
-                f"{fig.physical_pct:.0f}% of the physical limit"
+                f"{fig.physical_pct:.0f}% of {PHYSICAL_NAME}"
             )
         parts.append(f"{fig.gbps:.0f} GB/s")
         if fig.suspect:

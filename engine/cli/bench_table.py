@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from cuda_llm.engine.judge.metrics import ROOFLINE_NAME
+from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
 
 BASELINE = "baseline"
 NOT_VALIDATED = "not validated"
@@ -222,7 +222,8 @@ COLUMNS = (
     "speedup",
     "library (us)",
     "x of library",
-    "roofline",
+    "achievable roofline",
+    "physical limit",
     "correct",
     "best found by",
     "rounds",
@@ -250,6 +251,7 @@ def cells(r: BenchRow, with_gpu: bool = False) -> list[str]:
         lib_us,
         of_lib,
         _pct(r.roofline_share),
+        _pct(r.physical_share),
         correct_cell(r),
         best_cell(r),
         str(r.rounds_run),
@@ -278,9 +280,10 @@ def device_line(bench: dict[str, Any]) -> str:
     env = bench.get("environment") or {}
     gpu = env.get("gpu") or {}
     if not bench.get("validated"):
+        envs = [r.environment for r in _rows(bench) if r.environment] or [env]
         return (
             f"compile-only for {env.get('arch') or bench.get('arch')} (no GPU): {NOT_VALIDATED}; kernels were "
-            "compiled and bound, never run or timed"
+            f"compiled (NVRTC {_each([e.get('nvrtc') for e in envs])}) and bound, never run or timed"
         )
     rows = _rows(bench)
     nodes = sorted({n for r in rows for n in r.nodes})
@@ -310,9 +313,10 @@ def markdown(bench: dict[str, Any]) -> str:
         gpu = "the row's GPU" if with_gpu else "this GPU"
         lines.append(
             f"- latencies: medians timed interleaved with the baseline on {gpu}; speedup is the baseline's "
-            f"over the best's; roofline is the share of {ROOFLINE_NAME}; x of library is the library's time over "
-            "the best's (above 1: faster than the library)"
-            + ("; geometric means are per GPU model" if len(per_gpu) > 1 else "")
+            f"over the best's; achievable roofline is the best's share of {ROOFLINE_NAME} (our probes' measured "
+            f"ceilings: the one the loop's roofline stop is against), physical limit its share of {PHYSICAL_NAME} "
+            "(the hardware's own ceilings); x of library is the library's time over the best's (above 1: faster "
+            "than the library)" + ("; geometric means are per GPU model" if len(per_gpu) > 1 else "")
         )
     else:
         lines.append(f"- correct: {NOT_VALIDATED}: without a GPU nothing was run, so nothing is known correct")
@@ -328,13 +332,23 @@ def _off(value: Any) -> str:
     return "off" if value in (None, 0) else str(value)
 
 
+def _given(value: Any) -> str:
+    """A sampling setting as sent, or that none was: the model server's default applies."""
+    return "server default" if value is None else str(value)
+
+
+def _target(value: Any) -> str:
+    return "no roofline stop" if value in (None, 0) else f"stop at {value} of {ROOFLINE_NAME}"
+
+
 def settings_text(settings: dict[str, Any]) -> str:
     """N, D, R, K and the sampling settings, as the paper's table states them."""
     gen = settings.get("generate") or {}
     return (
         f"N={settings.get('candidates')} D={settings.get('rounds')} R={settings.get('repairs')} "
-        f"K={_off(settings.get('patience'))}, roofline target {_off(settings.get('target_roofline'))}, "
-        f"temperature {gen.get('temperature')}, seed {gen.get('seed')}, max tokens {gen.get('max_tokens')}"
+        f"K={_off(settings.get('patience'))}, {_target(settings.get('target_roofline'))}, "
+        f"temperature {_given(gen.get('temperature'))}, seed {_given(gen.get('seed'))}, "
+        f"max tokens {_given(gen.get('max_tokens'))}"
     )
 
 

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuda_llm.engine.cli.files import STDIN, FileArgumentError, NotTextError, read_text, shown
-from cuda_llm.engine.cli.output import error, print_json
+from cuda_llm.engine.cli.output import error, print_json, split_message
 from cuda_llm.engine.cli.yardstick import library_line, library_record
+from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
 
 # What is read of a file before it is judged: far above anything the judge accepts (a 1 MiB reply,
 # a 256 KiB source), so its own checks say what is wrong with a large one; a file beyond this is
@@ -24,8 +25,6 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_PLAN_BYTES = 256 * 1024
 # Names `cuda-llm export` writes (engine/cli/sessions_cmd.py).
 EXPORT_KERNEL, EXPORT_PLAN, EXPORT_REPORT = "kernel.cu", "plan.json", "report.json"
-# The verdict line keeps to this many characters; the rest of a long message follows below it.
-VERDICT_CHARS = 110
 
 
 @dataclass(frozen=True)
@@ -98,23 +97,6 @@ def _candidate(source: Source, judge):
     return Candidate(source.label, source.text, plan, origin="user")
 
 
-def split_message(text: str, limit: int = VERDICT_CHARS) -> tuple[str, str]:
-    """A long message as (a short head for the verdict line, the rest): the head ends at a sentence
-    or a clause within `limit` characters, and no word of the text is shown twice."""
-    first, _, after = text.strip().partition("\n")
-    if len(first) <= limit:
-        return first.rstrip(":"), after.strip()
-    for mark in (". ", ": ", "; "):
-        cut = first.find(mark, 0, limit)
-        if cut > 0:
-            head = first[: cut + (1 if mark == ". " else 0)]
-            rest = first[cut + len(mark) :]
-            return head, (rest + ("\n" + after if after else "")).strip()
-    cut = first.rfind(" ", 0, limit)
-    cut = cut if cut > 0 else limit
-    return first[:cut] + " ...", ("... " + first[cut:].strip() + ("\n" + after if after else "")).strip()
-
-
 def render(j, device: str, library=None, notes: tuple[str, ...] = ()) -> str:
     lines = [f"candidate {j.label} on {device}"]
     lines += [f"note:     {n}" for n in notes]
@@ -162,8 +144,9 @@ def render(j, device: str, library=None, notes: tuple[str, ...] = ()) -> str:
             + f"){speed}"
         )
         lines.append(
-            f"          {f.gbps:.0f} GB/s, {f.gflops:.0f} GFLOP/s; roofline floor {f.floor_us:.1f} us "
-            f"({f.bound}-bound): {f.roofline_pct:.0f}% of it"
+            f"          {f.gbps:.0f} GB/s, {f.gflops:.0f} GFLOP/s; {f.roofline_pct:.0f}% of {ROOFLINE_NAME} "
+            f"(floor {f.floor_us:.1f} us, {f.bound}-bound), {f.physical_pct:.0f}% of {PHYSICAL_NAME} "
+            f"(floor {f.physical_floor_us:.1f} us)"
         )
     if library is not None:
         lines.append(f"library:  {library_line(library, t.median_us if t else None)}")

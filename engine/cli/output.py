@@ -97,3 +97,25 @@ def human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} TiB"
+
+
+# A verdict or progress line keeps to this many characters; the rest of a long message is shown below it
+# (eval) or in --json.
+VERDICT_CHARS = 110
+
+
+def split_message(text: str, limit: int = VERDICT_CHARS) -> tuple[str, str]:
+    """A long message as (a short head for the verdict line, the rest): the head ends at a sentence
+    or a clause within `limit` characters, and no word of the text is shown twice."""
+    first, _, after = text.strip().partition("\n")
+    if len(first) <= limit:
+        return first.rstrip(":"), after.strip()
+    for mark in (". ", ": ", "; "):
+        cut = first.find(mark, 0, limit)
+        if cut > 0:
+            head = first[: cut + (1 if mark == ". " else 0)]
+            rest = first[cut + len(mark) :]
+            return head, (rest + ("\n" + after if after else "")).strip()
+    cut = first.rfind(" ", 0, limit)
+    cut = cut if cut > 0 else limit
+    return first[:cut] + " ...", ("... " + first[cut:].strip() + ("\n" + after if after else "")).strip()

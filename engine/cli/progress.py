@@ -6,8 +6,10 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from cuda_llm.engine.cli.output import split_message
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.judge.judgement import Judgement
+from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
 
 _STATUS_MARK = {
     "format_error": "format error",
@@ -23,7 +25,12 @@ _STATUS_MARK = {
 
 
 def judgement_line(j: Judgement) -> str:
-    return f"{j.label}: {j.message}"
+    """A candidate in one line: a timed one's figures whole, anything else by the short head `eval`'s
+    verdict line shows (a reply with no code blocks explains itself in ~400 characters; the whole text
+    is in the session's --json report)."""
+    if j.status in ("correct", "suspect"):
+        return f"{j.label}: {j.message}"
+    return f"{j.label}: {split_message(j.message)[0]}"
 
 
 class ProgressPrinter:
@@ -95,7 +102,9 @@ class ProgressPrinter:
         elif isinstance(event, ev.RoundFinished):
             best = f"{event.best_label}" + (f" {event.best_median_us:.1f} us" if event.best_median_us else "")
             speed = f", {event.best_speedup:.2f}x baseline" if event.best_speedup else ""
-            roof = f", {event.best_roofline_share:.0%} of roofline" if event.best_roofline_share else ""
+            roof = f", {event.best_roofline_share:.0%} of {ROOFLINE_NAME}" if event.best_roofline_share else ""
+            if event.best_roofline_share and event.best_physical_share:
+                roof += f" ({event.best_physical_share:.0%} of {PHYSICAL_NAME})"
             self._line(f"round {event.round} done: best {best}{speed}{roof}; {event.tokens_used} tokens so far")
         elif isinstance(event, ev.SessionPaused):
             self._line(f"paused: {event.reason}")

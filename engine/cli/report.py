@@ -13,7 +13,7 @@ from typing import Any
 from cuda_llm.engine import serialize
 from cuda_llm.engine.errors import UserError
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Judgement
-from cuda_llm.engine.judge.metrics import ROOFLINE_NAME
+from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
 from cuda_llm.engine.store.sessions import CandidateRecord, SessionRecord, SessionStore
 
 
@@ -212,7 +212,7 @@ def _environment_lines(env: dict[str, Any]) -> list[str]:
 def _settings_line(settings: dict[str, Any]) -> str:
     from cuda_llm.engine.cli.bench_table import settings_text
 
-    return f"- settings: {settings_text(settings)} (roofline: {ROOFLINE_NAME})"
+    return f"- settings: {settings_text(settings)}"
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -231,7 +231,9 @@ def markdown(report: dict[str, Any]) -> str:
         speed = f"{f['speedup']:.2f}x the baseline, " if f["speedup"] else ""
         lines.append(
             f"- best: {best['label']} (round {best['round']}): {f['median_us']:.1f} us (IQR {f['iqr_us']:.1f}), "
-            f"{speed}{f['roofline_share']:.0%} of {ROOFLINE_NAME} ({f['bound']}-bound), {f['gbps']:.0f} GB/s"
+            f"{speed}{f['roofline_share']:.0%} of {ROOFLINE_NAME} ({f['bound']}-bound)"
+            + (f", {f['physical_share']:.0%} of {PHYSICAL_NAME}" if f.get("physical_share") else "")
+            + f", {f['gbps']:.0f} GB/s"
         )
     elif best:
         lines.append(f"- best: {best['label']} (not timed)")
@@ -249,7 +251,7 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         "## Candidates",
         "",
-        "| candidate | status | latency (us) | speedup | roofline | decision | note |",
+        "| candidate | status | latency (us) | speedup | achievable roofline | decision | note |",
         "|---|---|---|---|---|---|---|",
     ]
     for h in report["history"]:

@@ -35,7 +35,10 @@ def add_session_arguments(p: argparse.ArgumentParser) -> None:
     loop.add_argument("--repairs", "-R", type=int, help="repair requests per round (default 3)")
     loop.add_argument("--patience", "-K", type=int, help="stop after K rounds without a new best (default 3; 0: never)")
     loop.add_argument(
-        "--target-roofline", type=float, help="stop at this share of the roofline (default 0.9; 0: never)"
+        "--target-roofline",
+        type=float,
+        help="stop when the best reaches this share of the achievable roofline (our probes' measured ceilings, "
+        "not the physical limit; default 0.9; 0: never)",
     )
     loop.add_argument("--token-budget", type=int, help="stop after this many tokens")
     loop.add_argument("--time-budget", type=float, help="stop after this many seconds")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -87,10 +88,15 @@ def export(args: argparse.Namespace) -> int:
         "report.md": markdown(report),
         "report.json": json.dumps(report, indent=2) + "\n",
     }
+    # Like `bench --out`, an export writes over what is there, and says so: an earlier export of the
+    # session (or anything else under these names) is replaced, never kept beside the new files.
+    replaced = [name for name in files if (out / name).exists()]
     for name, text in files.items():
         write_text(out / name, text)
+    if replaced:
+        print(f"cuda-llm: {out}/ existed: replaced its {', '.join(replaced)}", file=sys.stderr)
     if args.json:
-        print_json({"folder": str(out), "files": list(files), "exported": report["exported"]})
+        print_json({"folder": str(out), "files": list(files), "replaced": replaced, "exported": report["exported"]})
     else:
         print(f"exported session {args.id} to {out}/: {', '.join(files)}")
         print(f"kernel: {chosen.label}: {chosen.why}")
@@ -175,7 +181,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     e = sub.add_parser("export", help="write a session's best kernel (.cu + plan.json) and its report")
     e.add_argument("id", type=int)
     e.add_argument("--candidate", metavar="LABEL", help="export this candidate (e.g. r2-1) instead of the best")
-    e.add_argument("--out", help="folder to write (default: ./cuda-llm-session-ID)")
+    e.add_argument(
+        "--out", help="folder to write (default: ./cuda-llm-session-ID); its files of an earlier export are replaced"
+    )
     e.add_argument("--db")
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=export)

@@ -157,8 +157,9 @@ class RoundFinished(Event):
     best_label: str
     best_median_us: float | None
     best_speedup: float | None
-    best_roofline_share: float | None
+    best_roofline_share: float | None  # of the achievable roofline (metrics.ROOFLINE_NAME)
     tokens_used: int
+    best_physical_share: float | None = None  # of the physical limit (metrics.PHYSICAL_NAME)
 
 
 @dataclass(frozen=True)

@@ -463,6 +463,7 @@ class FsrLoop:
                 fig.speedup if fig else None,
                 fig.roofline_share if fig else None,
                 state.tokens,
+                best_physical_share=fig.physical_share if fig else None,
             )
         )
 

@@ -33,7 +33,7 @@ from cuda_llm.engine.judge.judgement import (
     RoundTiming,
     Status,
 )
-from cuda_llm.engine.judge.metrics import ROOFLINE_NAME, Figures, describe_levels, figures
+from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME, Figures, describe_levels, figures
 from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task.model import Task
 
@@ -382,7 +382,7 @@ def describe_timing(fig: Figures) -> str:
     if fig.floor_us:
         parts.append(f"{fig.roofline_pct:.0f}% of {ROOFLINE_NAME} ({fig.bound}-bound)")
     if fig.physical_floor_us:
-        parts.append(f"{fig.physical_pct:.0f}% of the physical limit")
+        parts.append(f"{fig.physical_pct:.0f}% of {PHYSICAL_NAME}")
     if fig.levels:
         parts.append(describe_levels(fig.levels) + " (the median depends on the mix)")
     return ", ".join(parts)

@@ -16,6 +16,8 @@ from cuda_llm.engine.task.model import Task
 
 # How every roofline share is named where it is shown, so a reader knows which ceiling it is against.
 ROOFLINE_NAME = "the achievable roofline"
+# ... and the physical share beside it (the hardware's own ceiling, which no honest time beats).
+PHYSICAL_NAME = "the physical limit"
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,17 @@ def table(doc) -> tuple[list[str], list[dict[str, str]]]:
 
 
 # What a row says about the result (the session numbers and times differ between two benches).
-RESULT_COLUMNS = ("task", "baseline (us)", "best (us)", "speedup", "roofline", "correct", "best found by", "rounds")
+RESULT_COLUMNS = (
+    "task",
+    "baseline (us)",
+    "best (us)",
+    "speedup",
+    "achievable roofline",
+    "physical limit",
+    "correct",
+    "best found by",
+    "rounds",
+)
 
 
 async def test_bench_on_the_cluster_gives_the_same_table_with_a_gpu_per_task(tmp_path, llm_server, ray_cluster):
