@@ -137,6 +137,8 @@ class RunScreen(Screen[None]):
         Binding("f7", "settings", "Model/N/D", show=False, priority=True),
         Binding("f8", "stop", "Stop", priority=True),
         Binding("f9", "follow", "Follow", priority=True),
+        # F10 quits, as in mc and htop: the footer's Quit where a text field takes the q.
+        Binding("f10", "quit", "Quit", priority=True),
     ]
     ACTION_HELP: ClassVar[dict[str, str]] = {
         "help": "this list",

@@ -88,7 +88,8 @@ class CandidateTree(Tree[str]):
                 self._baseline.set_label(text)
             self._labels[base.label] = text.markup
         newest: TreeNode[str] | None = None
-        for round_, all_members in sorted(view.rounds().items()):
+        all_by_round = view.rounds()
+        for round_, all_members in sorted(all_by_round.items()):
             members = [c for c in all_members if self._shown(c)]
             if not members:
                 continue
@@ -97,8 +98,9 @@ class CandidateTree(Tree[str]):
                 node = self.root.add(f"round {round_}", data=FOLLOW, expand=True)
                 self._rounds[round_] = node
                 old = self._rounds.get(round_ - ROUNDS_OPEN)
-                if view.follow and not self.filter_text and old is not None:
-                    old.collapse()
+                holds_best = any(c.label == view.best_label for c in all_by_round.get(round_ - ROUNDS_OPEN, ()))
+                if view.follow and not self.filter_text and old is not None and not holds_best:
+                    old.collapse()  # (the round of the best stays open: its ★ is what one looks for)
             for c in members:
                 # What the label depends on: it is rebuilt only when one of these changed (a long
                 # session has hundreds of candidates, and most events change one of them).

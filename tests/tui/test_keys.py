@@ -217,6 +217,33 @@ async def test_footer_at_80_columns_keeps_accept_reject_and_quit_whole(tmp_path,
         footer = screen.query_one("Footer")
         assert footer.virtual_size.width <= 80, "the footer overflows"
 
+        # `/` filters the candidates; in the field the letters type, and the footer shows the F-keys,
+        # Quit (F10) among them, still whole at 80 columns.
+        await pilot.press("slash")
+        await wait_for(pilot, lambda: screen.focused is not None and screen.focused.id == "candidate-filter", "filter")
+        await pilot.press(*"r1-1")
+        await wait_for(pilot, lambda: "r1-1" in screen_text(app, "#candidates"), "the filtered tree")
+        assert "baseline" not in screen_text(app, "#candidates"), "the filter keeps only what matches"
+        await wait_for(pilot, lambda: "Quit" in footer_keys(screen), "the footer of the text field")
+        shown = footer_keys(screen)
+        for name in ("Accept", "Reject", "Quit"):
+            key = shown.get(name)
+            assert key is not None and key.key_display.lower().startswith("f"), (name, sorted(shown))
+            assert key.region.right <= 80 and key.region.width >= len(f"{key.key_display} {name}"), (name, key.region)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: "baseline" in screen_text(app, "#candidates"), "the filter cleared")
+
+        # `v` in the kernel pane steps through source, plan, diff against the parent and against the best.
+        await pilot.press("2")
+        kernel = screen.panes["kernel-pane"]
+        tabs = kernel.query_one("#kernel-tabs")
+        seen = [tabs.active]
+        for _ in range(4):
+            await pilot.press("v")
+            await pilot.pause()
+            seen.append(tabs.active)
+        assert len(set(seen[:4])) == 4 and seen[4] == seen[0], seen
+
 
 async def test_digits_and_tab_focus_panes_in_both_layouts(tmp_path, refused_url):
     from cuda_llm.app.options import SessionRequest

@@ -51,6 +51,8 @@ async def test_following_a_long_session_folds_the_old_rounds(tmp_path, refused_u
 
     from cuda_llm.app.widgets.candidates import ROUNDS_OPEN
     from cuda_llm.engine.fsr import events as ev
+    from cuda_llm.engine.gpu.protocol import Timing
+    from cuda_llm.engine.judge.judgement import Judgement
     from cuda_llm.engine.settings import LoopSettings
 
     app = make_app(tmp_path, refused_url)
@@ -64,11 +66,17 @@ async def test_following_a_long_session_folds_the_old_rounds(tmp_path, refused_u
             screen.post_message(EngineEvent(ev.RoundStarted("1", r, 0, (), 2)))
             for slot in range(2):
                 screen.post_message(EngineEvent(ev.RequestStarted("1", f"r{r}-{slot + 1}", r, 0, slot)))
+            if r == 5:  # round 5 finds the best: its round stays open, so its ★ stays in sight
+                timing = Timing("r5-1", 40.0, 39.6, 40.4, 39.2, 50, 0, "events", 1, 1980.0)
+                best = Judgement("r5-1", "correct", "40 us", timing=timing)
+                screen.post_message(EngineEvent(ev.CandidateJudged("1", "validated", best)))
+                screen.post_message(EngineEvent(ev.BestImproved("1", 5, best, "baseline", 100.0)))
         await pilot.pause()
         tree = screen.query_one("#candidates", Tree)
         rounds = [n for n in tree.root.children if str(n.label).startswith("round")]
-        assert [n.is_expanded for n in rounds] == [False] * (40 - ROUNDS_OPEN) + [True] * ROUNDS_OPEN
-        assert tree.last_line < 40 + 2 * ROUNDS_OPEN + 2  # a line a round, and the open ones' candidates
+        expected = [r == 5 for r in range(1, 41 - ROUNDS_OPEN)] + [True] * ROUNDS_OPEN
+        assert [n.is_expanded for n in rounds] == expected
+        assert tree.last_line < 40 + 2 * (ROUNDS_OPEN + 1) + 2  # a line a round, and the open ones' candidates
 
 
 async def test_the_footer_lets_go_of_the_keys_it_drew(tmp_path, refused_url):
