@@ -38,6 +38,7 @@ import socket
 import sys
 import threading
 import time
+import urllib.parse
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -564,6 +565,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _headers(self) -> dict[str, str]:
         return {k.lower(): v for k, v in self.headers.items()}
+
+    def parse_request(self) -> bool:
+        # A forward proxy is sent the whole URL ("POST http://model.invalid:11434/api/chat"): this
+        # server answers it as the model server that URL names, so it stands in for a proxy too.
+        ok = super().parse_request()
+        if ok and self.path.startswith(("http://", "https://")):
+            self.path = urllib.parse.urlsplit(self.path)._replace(scheme="", netloc="").geturl() or "/"
+        return ok
 
     # ----- GET: model lists and version -----
 

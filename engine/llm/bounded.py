@@ -14,14 +14,17 @@ httpx is then handed plain bytes (the Content-Encoding header removed), and a co
 does not inflate is refused rather than passed on for httpx to inflate unbounded. Error bodies
 (read by an event hook or by the client library) come through the same stream.
 
-(An HTTP proxy from the environment gets a transport of httpx's own, which this cap does not see: its
-requests still ask for identity (the clients' own headers), and the character cap on the reply text,
-GenerateOptions.max_chars_per_token, still bounds what is kept.)
+A client given a transport of its own ignores the proxies the environment names (httpx reads them
+only for its default transport), so this transport routes each request through the proxy the
+environment names for it (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY: `proxy_for`), and a proxied
+reply passes the same count. The clients are built with trust_env=False to say so.
 """
 
 from __future__ import annotations
 
 import contextvars
+import urllib.parse
+import urllib.request
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
@@ -176,11 +179,20 @@ def capped_transport(lib: ModuleType = httpx) -> Any:
 
     class CappedTransport(lib.AsyncBaseTransport):  # type: ignore[name-defined, misc]
         def __init__(self) -> None:
-            self._inner = lib.AsyncHTTPTransport()
+            self._direct = lib.AsyncHTTPTransport()
+            self._proxied: dict[str, Any] = {}  # a transport for each proxy the environment names
+
+        def _route(self, url: str) -> Any:
+            proxy = proxy_for(url)
+            if proxy is None:
+                return self._direct
+            if proxy not in self._proxied:
+                self._proxied[proxy] = lib.AsyncHTTPTransport(proxy=proxy)
+            return self._proxied[proxy]
 
         async def handle_async_request(self, request: Any) -> Any:
             request.headers.update(IDENTITY)
-            response = await self._inner.handle_async_request(request)
+            response = await self._route(str(request.url)).handle_async_request(request)
             try:
                 inflaters = _inflaters(response.headers)
             except UndecodableResponse:
@@ -195,6 +207,24 @@ def capped_transport(lib: ModuleType = httpx) -> Any:
             return response
 
         async def aclose(self) -> None:
-            await self._inner.aclose()
+            for transport in (self._direct, *self._proxied.values()):
+                await transport.aclose()
 
     return CappedTransport()
+
+
+def proxy_for(url: str) -> str | None:
+    """The proxy the environment names for `url` (<scheme>_PROXY, else ALL_PROXY; none for a host in
+    NO_PROXY), as curl and httpx read them; None to connect directly."""
+    parts = urllib.parse.urlsplit(url)
+    if not parts.hostname:
+        return None
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy:
+        return None
+    host = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
+    if urllib.request.proxy_bypass_environment(host, proxies):
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
+

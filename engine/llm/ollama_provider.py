@@ -111,6 +111,7 @@ class OllamaProvider:
             headers=IDENTITY,
             event_hooks={"response": [_raise_for_status]},
             transport=capped_transport(httpx),
+            trust_env=False,  # the capped transport routes the environment's proxies itself
         )
 
     def __repr__(self) -> str:

@@ -52,7 +52,8 @@ class OpenAIProvider:
             max_retries=0,  # retries are complete_with_retries' job, with the UI told about each one
             timeout=openai.Timeout(None, connect=CONNECT_TIMEOUT_S),
             default_headers=IDENTITY,
-            http_client=openai.DefaultAsyncHttpxClient(transport=capped_transport(_http_library())),
+            # trust_env=False: the capped transport routes the environment's proxies itself.
+            http_client=openai.DefaultAsyncHttpxClient(transport=capped_transport(_http_library()), trust_env=False),
         )
         self.where = display_url(str(self._client.base_url))
         self._server = Server(

@@ -14,7 +14,7 @@ import pytest
 from llm_servers import Reply
 
 from cuda_llm.engine.llm.base import ModelError
-from cuda_llm.engine.llm.bounded import DECODE_STEP_BYTES, UndecodableResponse, _Inflater
+from cuda_llm.engine.llm.bounded import DECODE_STEP_BYTES, UndecodableResponse, _Inflater, proxy_for
 
 from .wire import FAST, KEY, PROMPT, Wire
 
@@ -124,3 +124,47 @@ async def test_listing_models_asks_for_no_compression(wire: Wire) -> None:
     assert await wire.provider().list_models()
     (listing,) = [r for r in wire.server.requests if r.method == "GET"]
     assert listing.headers["accept-encoding"] == "identity"
+
+
+# The provider is pointed at a host that does not resolve: only the proxy can answer for it.
+PROXIED_HOST = "model.invalid:11434"
+
+
+@pytest.mark.parametrize("status", [200, 500], ids=["stream", "error-body"])
+async def test_a_gzip_bomb_through_a_proxy_is_counted_as_well(wire: Wire, status: int, monkeypatch) -> None:
+    """The proxy the environment names is used (a client given its own transport reads none, so a
+    user behind one could not reach a remote server), and what comes through it passes the same
+    count. The loopback server stands in for the proxy."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", wire.server.url)
+    wire.server.script(Reply.gzip_bomb(BOMB_BYTES, status=status))
+    path = "" if wire.name == "ollama" else "/v1"
+    provider = wire.provider(url=f"http://{PROXIED_HOST}{path}")
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(ModelError) as caught:
+            await provider.complete(PROMPT, CAPPED, KEY)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    (request,) = wire.server.chat_requests
+    assert request.headers["host"] == PROXIED_HOST, "the request went through the proxy"
+    assert caught.value.kind == "too_large", caught.value
+    assert peak < PEAK_BOUND, f"{peak / 2**20:.1f} MiB allocated at the peak for a {CAP >> 20} MiB cap"
+
+
+def test_the_proxy_is_the_one_the_environment_names_for_the_url(monkeypatch) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("all_proxy", raising=False)
+    assert proxy_for("http://gpu-box:11434/api/chat") is None
+    monkeypatch.setenv("HTTPS_PROXY", "proxy.corp:3128")
+    monkeypatch.setenv("ALL_PROXY", "http://all.corp:8080")
+    monkeypatch.setenv("NO_PROXY", "localhost,.lab.internal")
+    assert proxy_for("https://api.example.com/v1") == "http://proxy.corp:3128"
+    assert proxy_for("http://gpu-box:11434/api/chat") == "http://all.corp:8080"
+    assert proxy_for("http://box.lab.internal:8000/v1") is None
+    assert proxy_for("http://localhost:11434") is None
