@@ -389,6 +389,24 @@ def test_replay_with_more_than_was_recorded_says_what_it_can_do(tmp_path, capsys
     assert "cuda-llm run --resume 1 --headless --candidates 4 --rounds 5" in line
 
 
+def test_more_candidates_for_a_finished_session_take_a_round_to_run_in(tmp_path, capsys, recorded_db):
+    code, _, err = cli(capsys, "replay", "1", "--candidates", "3", "--db", str(recorded_db), "--compile-only")
+    line = one_line(err)
+    # Both rounds are done: --candidates 3 alone would resume nothing (and quietly save N=3).
+    assert code == 2 and "cuda-llm run --resume 1 --headless --candidates 3 --rounds 3" in line
+    code, _, err = cli(
+        capsys, "run", "--resume", "1", "--headless", "--candidates", "3", "--db", str(recorded_db), "--compile-only"
+    )
+    assert code == 2 and "session 1 has done its 2 round(s): nothing to resume; add --rounds 3" in one_line(err)
+    from cuda_llm.engine.store.sessions import SessionStore
+
+    store = SessionStore(recorded_db)
+    try:
+        assert store.session(1).settings.candidates == 1, "the refused resume saved nothing"
+    finally:
+        store.close()
+
+
 def test_a_replay_that_runs_out_of_replies_points_to_a_model_not_to_itself(tmp_path, capsys, llm_server):
     import asyncio
 

@@ -131,6 +131,9 @@ def replay_limits(record, extent: tuple[int, int, int], overrides: dict[str, obj
     wanted = " ".join(f"{flag} {want}" for flag, want, _ in asked)
     limits = " ".join(f"{flag} {have}" for flag, _, have in asked)
     more = " ".join(f"{flag} {want}" for flag, want, _ in asked)
+    if record.status == "finished" and not any(flag == "--rounds" for flag, _, _ in asked):
+        # New settings take effect in rounds still to come: a resume must have one to run.
+        more += f" --rounds {max(rounds, record.settings.rounds) + 1}"
     return (
         f"session {record.id} recorded replies for {rounds} round(s) of {candidates} candidate(s) with up to "
         f"{repairs} repair(s); a replay repeats those requests only, so {wanted} would ask for replies that "

@@ -168,6 +168,13 @@ async def open_session(
         model = options.model or record.model
         host, base_url = resume_server(record, model, options)
         loop_settings = dataclasses.replace(record.settings, **options.overrides)  # type: ignore[arg-type]
+        done = len(store.rounds(record.id))
+        if done >= loop_settings.rounds:
+            # It would end at once, and the new settings (more candidates, say) saved for nothing.
+            raise UserError(
+                f"session {record.id} has done its {done} round(s): nothing to resume; add --rounds {done + 1} "
+                "(or more) to go on"
+            )
         store.claim(record.id)
         session_id = record.id
     else:
