@@ -20,26 +20,32 @@ NO_NVML = "GPU: no telemetry (no NVML device)"
 ON_CLUSTER = "GPUs on the Ray cluster (no telemetry from there)"
 
 
-def telemetry_text(sample: TelemetrySample | None, absent: str = NO_NVML) -> str:
+# Below this width the bar shows the GPU's readings without their limits and memory, so the session,
+# task and model keep room on the left (at 80 columns the full readings left them ten characters).
+COMPACT_BELOW_COLUMNS = 120
+
+
+def telemetry_text(sample: TelemetrySample | None, absent: str = NO_NVML, compact: bool = False) -> str:
     if sample is None:
         return absent
     parts = []
     if sample.sm_clock_mhz is not None:
-        peak = f"/{sample.max_sm_clock_mhz}" if sample.max_sm_clock_mhz else ""
+        peak = f"/{sample.max_sm_clock_mhz}" if sample.max_sm_clock_mhz and not compact else ""
         parts.append(f"SM {sample.sm_clock_mhz}{peak} MHz")
     if sample.temperature_c is not None:
         parts.append(f"{sample.temperature_c} °C")
     if sample.power_w is not None:
-        limit = f"/{sample.power_limit_w:.0f}" if sample.power_limit_w else ""
+        limit = f"/{sample.power_limit_w:.0f}" if sample.power_limit_w and not compact else ""
         parts.append(f"{sample.power_w:.0f}{limit} W")
     if sample.utilization_gpu is not None:
-        parts.append(f"util {sample.utilization_gpu}%")
-    if sample.memory_used is not None and sample.memory_total:
+        parts.append(f"{sample.utilization_gpu}%" if compact else f"util {sample.utilization_gpu}%")
+    if sample.memory_used is not None and sample.memory_total and not compact:
         parts.append(f"mem {sample.memory_used / GIB:.1f}/{sample.memory_total / GIB:.0f} GiB")
     if sample.hard_throttle:
         parts.append("THROTTLED: " + ", ".join(sample.hard_throttle))
     if sample.other_processes:
-        parts.append(f"{sample.other_processes} other process(es) on the GPU")
+        on = "" if compact else " on the GPU"
+        parts.append(f"{sample.other_processes} other process(es){on}")
     return " · ".join(parts) or "GPU: no readings"
 
 
@@ -59,7 +65,14 @@ class TelemetryBar(Horizontal):
 
     def on_mount(self) -> None:
         self.absent = getattr(self.app, "telemetry_absent", NO_NVML)
-        set_text(self._gpu_label, telemetry_text(self.sample, self.absent))
+        self._show_sample()
+
+    def on_resize(self) -> None:
+        self._show_sample()
+
+    def _show_sample(self) -> None:
+        compact = 0 < self.size.width < COMPACT_BELOW_COLUMNS
+        set_text(self._gpu_label, telemetry_text(self.sample, self.absent, compact))
 
     def compose(self) -> ComposeResult:
         yield self._context_label
@@ -70,7 +83,7 @@ class TelemetryBar(Horizontal):
 
     def set_sample(self, sample: TelemetrySample | None) -> None:
         self.sample = sample
-        set_text(self._gpu_label, telemetry_text(sample, self.absent))
+        self._show_sample()
 
 
 TelemetrySampler = Callable[[], TelemetrySample | None]

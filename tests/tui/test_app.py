@@ -131,6 +131,11 @@ async def test_telemetry_bar_shows_nvml_readings(tmp_path, refused_url):
         bar = screen_text(app, "#bar-gpu")
         assert "61 °C" in bar and "412/700 W" in bar and "util 97%" in bar and "mem 12.0/80 GiB" in bar
         assert "1 other process(es)" in bar
+        # Narrow, the readings drop their limits and the memory: the session keeps room on the left.
+        await pilot.resize_terminal(80, 24)
+        await wait_for(pilot, lambda: "SM 1755 MHz" in screen_text(app, "#bar-gpu"), "the compact telemetry")
+        assert screen_text(app, "#bar-gpu").startswith("SM 1755 MHz · 61 °C · 412 W · 97%")
+        assert app.screen.query_one("#bar-context").size.width >= 20  # it had 10
     app = make_app(tmp_path, refused_url)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
