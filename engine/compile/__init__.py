@@ -1,7 +1,8 @@
 """The Compilation Verifier: NVRTC compiles a candidate's device code to a cubin for the GPU's own
 architecture, and what the compiler says goes back to the model (DESIGN.md sections 4 and 5).
 
-Importing this package loads no NVRTC: only the compiler processes do.
+Importing this package loads no NVRTC: the compiler processes do, and the engine's first include-policy
+check does, to find the headers whose macros it checks (header_macros.py); it compiles nothing.
 """
 
 from cuda_llm.engine.compile.includes import (

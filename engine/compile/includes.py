@@ -13,7 +13,10 @@ caught. A string or character literal never reaches past its line: a backslash b
 that survived phase 2 escapes nothing (the compiler ends the literal there too). Macro expansion
 (phase 4) is treated as able to form anything: token pasting (`##`) and universal character names
 (`\u0041`) could assemble `_Pragma` or `__has_include` where no check can see them, so both are
-refused, and the forbidden identifiers are refused wherever they are spelled, in a #define too.
+refused, and the forbidden identifiers are refused wherever they are spelled, in a #define too. The
+same holds for the CUDA headers' own macros that paste or emit a pragma on the candidate's behalf
+(`_CCCL_PP_CAT(__has_, include)`, `_CCCL_PRAGMA(message(...))`): header_macros.py finds them in every
+header the compiler may read, and their names are refused wherever the candidate spells them.
 Whatever this lexer cannot be sure of (trigraphs, raw strings, odd line ends) is refused rather
 than guessed: honest kernels never need them, and a guess that differs from the compiler's is a
 way around the policy. Every step is linear in the size of the source.
@@ -22,9 +25,12 @@ way around the policy. Every step is linear in the size of the source.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import dataclass
 
+from cuda_llm.engine.compile import header_macros
+from cuda_llm.engine.compile.header_macros import HeaderMacros
 from cuda_llm.engine.contract.errors import FormatError
 
 # -- the allow list ------------------------------------------------------------------------------
@@ -176,6 +182,15 @@ _FORBIDDEN_IDENTIFIERS: dict[str, str] = {
     "__pragma": "__pragma(...) is not allowed: write #pragma unroll or #pragma once directly",
 }
 
+# The CUDA headers' own macros that paste or emit pragmas (header_macros.py decides which) are refused
+# wherever the candidate spells them; the ones a model reaches for get a hint.
+_ARCH_HINT = "write #if __CUDA_ARCH__ >= 800 ... #else ... #endif instead (__CUDA_ARCH__ is 800 for sm_80)"
+_MACRO_HINTS: dict[str, str] = {
+    "NV_IF_TARGET": _ARCH_HINT,
+    "NV_IF_ELSE_TARGET": _ARCH_HINT,
+    "NV_DISPATCH_TARGET": _ARCH_HINT,
+}
+
 # -- lexing --------------------------------------------------------------------------------------
 
 _WS = " \t\f\v"
@@ -209,6 +224,7 @@ _CHECKED_DIRECTIVE = re.compile(
     r"^[ \t\f\v]*(#)(?![ \t\f\v]*(?:(?:" + "|".join(_PLAIN_DIRECTIVES) + r")(?![A-Za-z0-9_])|$))", re.M
 )
 _HEADER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./\-]*")
+_DEFINE_OR_UNDEF = re.compile(r"^[ \t\f\v]*#[ \t\f\v]*(define|undef)[ \t\f\v]+([A-Za-z_][A-Za-z0-9_]*)", re.M)
 
 
 class PolicyViolation(FormatError):
@@ -349,8 +365,10 @@ def _lex(text: str) -> _Lexed:
 # -- the checks ----------------------------------------------------------------------------------
 
 
+@functools.cache
 def allowed_headers_text() -> str:
-    """The allow list in one line, for messages and prompts."""
+    """The allow list in one line, for messages and prompts (built once: a source may be refused
+    on every one of its lines)."""
     names = sorted(h for h in ALLOWED_HEADERS if "/" not in h)
     families = [f for f, _ in ALLOWED_HEADER_FAMILIES]
     libcu = sorted(h for h in ALLOWED_HEADERS if "/" in h)
@@ -578,11 +596,25 @@ def _check_pragma_operator(lx: _Lexed, pos: int) -> str | None:
     return None
 
 
-def check_source_policy(source: str) -> tuple[str, ...]:
+def _macro_refusal(name: str) -> str:
+    hint = _MACRO_HINTS.get(name, "write the code it stands for out")
+    return f"{name} is a macro of the CUDA headers that pastes tokens or emits a pragma: {hint}"
+
+
+def _fixed_name_refusal(directive: str, name: str) -> str:
+    return (
+        f"#{directive} {name} is not allowed: a macro of the CUDA headers that pastes tokens or emits a "
+        f"pragma uses {name}; choose another name"
+    )
+
+
+def check_source_policy(source: str, macros: HeaderMacros | None = None) -> tuple[str, ...]:
     """Refuse (with a PolicyViolation, a FormatError) a source that could make the compiler read a
     host file; return the allowed headers it includes, in order.
 
-    `source` must have `\\n` line ends (engine.compile.source normalises CRLF before this)."""
+    `source` must have `\\n` line ends (engine.compile.source normalises CRLF before this).
+    `macros`: what the CUDA headers' macros allow (engine/compile/header_macros.py); by default
+    those of this process's compiler headers, scanned on the first call."""
     violations: list[tuple[int | None, str]] = list(_check_raw(source))
     if violations:
         raise PolicyViolation(violations)
@@ -628,6 +660,9 @@ def check_source_policy(source: str) -> tuple[str, ...]:
             )
         )
         break  # one is enough to say what to fix
+    if macros is None:
+        macros = header_macros.current()
+    refused = macros.refused
     for pos, ident in lx.identifiers:
         if ident in _FORBIDDEN_IDENTIFIERS:
             violations.append((lx.line_of(pos), _FORBIDDEN_IDENTIFIERS[ident]))
@@ -635,6 +670,13 @@ def check_source_policy(source: str) -> tuple[str, ...]:
             problem = _check_pragma_operator(lx, pos + len(ident))
             if problem is not None:
                 violations.append((lx.line_of(pos), problem))
+        elif ident in refused:
+            # Wherever it is spelled: called, passed on, or the body of the candidate's own #define.
+            violations.append((lx.line_of(pos), _macro_refusal(ident)))
+    if macros.fixed:
+        for m in _DEFINE_OR_UNDEF.finditer(clean):
+            if m.group(2) in macros.fixed and m.group(2) not in refused:
+                violations.append((lx.line_of(m.start(2)), _fixed_name_refusal(m.group(1), m.group(2))))
 
     if violations:
         violations.sort(key=lambda v: v[0] or 0)

@@ -51,12 +51,15 @@ def prepare_child(settings: CompileSettings, parent_pid: int) -> dict[str, Any]:
     """Everything a compiler process does before its first request: limits, NVRTC loaded and
     warmed, then the process shut in (sandbox.py). Returns what `doctor` and the pool show."""
     _limit_resources(settings, parent_pid)
-    from cuda_llm.engine.compile import nvrtc, sandbox
+    from cuda_llm.engine.compile import header_macros, nvrtc, sandbox
 
     # Everything a compile needs is loaded now (NVRTC, its builtins, the headers extracted, the
     # modules of the compile path imported): once confined, the process can open nothing else.
     info = nvrtc.warm_up()
     header_dirs = info.pop("header_dirs")
+    # The policy's scan of the headers' macros, while their real paths can still be read: every
+    # source is checked again in here (compile_in_process).
+    header_macros.current()
     status = sandbox.confine(header_dirs, nvrtc.self_test_for(header_dirs), settings.sandbox)
     info["sandbox"] = (status.active, status.detail)
     info["sandbox_mechanism"] = status.mechanism

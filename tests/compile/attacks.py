@@ -75,6 +75,15 @@ ATTACKS: dict[str, str] = {
     # literal to the line end, so the /* opens nothing and the #include is read.
     "quote_after_a_number": "int a = 1'0x''/*\n#include <FILE>\n*/;\n",
     "hex_separator_in_skipped_group": "#if 0\nint a = 0x1'f; /*\n#endif\n#include <FILE>\n#if 0\n*/\n#endif\n",
+    # An allowed header's own macros paste and emit pragmas for the candidate: libcu++'s _CCCL_PP_CAT
+    # pastes __has_include (a file probe) or _Pragma together, and _CCCL_PRAGMA(x) is _Pragma(#x), past
+    # the pragma allow list; a #define that renames one still spells its name.
+    "header_macro_pasted_has_include": "#include <cuda/std/cstdint>\n#if _CCCL_PP_CAT(__has_, include)(<FILE>)\n"
+    "#warning found\n#endif\n",
+    "header_macro_pasted_pragma": '#include <cuda/std/cstdint>\n_CCCL_PP_CAT(_Pra, gma)("message(\\"FILE\\")")\n',
+    "header_macro_pragma": '#include <cuda/std/cstdint>\n_CCCL_PRAGMA(message("FILE"))\n',
+    "header_macro_renamed": "#include <cuda/std/cstdint>\n#define CAT _CCCL_PP_CAT\n#if CAT(__has_, include)(<FILE>)\n"
+    "#warning found\n#endif\n",
 }
 
 # What NVRTC 13.5 does with each attack when nothing stops it (no policy, no jail): these open the
@@ -114,7 +123,32 @@ READ_BY_NVRTC: frozenset[str] = frozenset(
         "quote_after_a_number",
     }
 )
-PROBED_BY_NVRTC: frozenset[str] = frozenset({"has_include_in_if", "pasted_has_include"})
+PROBED_BY_NVRTC: frozenset[str] = frozenset(
+    {"has_include_in_if", "pasted_has_include", "header_macro_pasted_has_include", "header_macro_renamed"}
+)
+
+# The CUDA headers as kernels use them: half math, cooperative groups, wmma, libcu++ types and math,
+# the math constants, and the keywords whose toolkit definitions paste in an MSVC branch (__device__,
+# __shared__) or whose libcu++ ones paste an ABI version (INFINITY through <cuda/std/cmath> in 13.0).
+HEADERS_IN_USE = """#include <cuda_fp16.h>
+#include <cooperative_groups.h>
+#include <mma.h>
+#include <math_constants.h>
+#include <cuda/std/cstdint>
+#include <cuda/std/cmath>
+namespace cg = cooperative_groups;
+__device__ __forceinline__ float half_math(__half a, __half b) {
+    return __half2float(__hfma(a, b, __float2half(1.0f))) + (INFINITY > CUDART_INF_F ? 1.0f : 0.0f);
+}
+__device__ void group_sync() { cg::this_thread_block().sync(); }
+__device__ cuda::std::uint32_t wmma_zero(float* out) {
+    __shared__ float tile[256];
+    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> acc;
+    nvcuda::wmma::fill_fragment(acc, 0.0f);
+    nvcuda::wmma::store_matrix_sync(tile, acc, 16, nvcuda::wmma::mem_row_major);
+    return static_cast<cuda::std::uint32_t>(cuda::std::fabs(tile[0]));
+}
+"""
 
 # Sources a naive filter would refuse, all harmless: includes in comments and strings, a line
 # comment continued onto the next line (the compiler reads that line as comment too), pragmas
@@ -136,6 +170,7 @@ HARMLESS: dict[str, str] = {
     "comment_after_include": "#include <cuda_fp16.h>  // half types\n" + K,
     "crlf_line_ends": "#include <cuda_fp16.h>\r\n" + K.replace("\n", "\r\n"),
     "unicode_in_comment": "// sum \u2264 n \u2014 fine\n" + K,
+    "cuda_headers_in_use": HEADERS_IN_USE + K,
 }
 
 SECRET_FILES = (Path("/etc/passwd"), Path("/etc/hostname"))

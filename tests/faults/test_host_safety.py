@@ -39,7 +39,7 @@ from cuda_llm.engine.cli.main import main as cuda_llm
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller
 from cuda_llm.engine.store.sessions import SessionStore
-from tests.compile.attacks import ATTACKS, HARMLESS, SECRET_FILES, secret_snippets
+from tests.compile.attacks import ATTACKS, HARMLESS, HEADERS_IN_USE, SECRET_FILES, secret_snippets
 
 GROUP = "host safety"
 PLANTED = "PLANTED"  # stands for the planted file's absolute path in a variant
@@ -216,6 +216,16 @@ CASES: dict[str, tuple[str, list[Variant]]] = {
     "a quote right after a number (NVRTC takes the one after 0x for a digit separator, the next for a literal)": (
         "format error naming the line",
         [attack("quote_after_a_number", "line 1: a quote right after a number is not allowed", PLANTED)],
+    ),
+    "macros of the CUDA headers that paste or emit a pragma (_CCCL_PP_CAT(__has_, include), _CCCL_PRAGMA, renamed)": (
+        "format error naming the line; the headers in honest use compile",
+        [
+            attack("header_macro_pasted_has_include", "line 2: _CCCL_PP_CAT is a macro of the CUDA headers", PLANTED),
+            attack("header_macro_pasted_pragma", "line 2: _CCCL_PP_CAT is a macro of the CUDA headers"),
+            attack("header_macro_pragma", "line 2: _CCCL_PRAGMA is a macro of the CUDA headers"),
+            attack("header_macro_renamed", "line 2: _CCCL_PP_CAT is a macro of the CUDA headers", PLANTED),
+            Variant(HEADERS_IN_USE, "compiled"),
+        ],
     ),
     "inline PTX (allowed)": ("compiles", [Variant("", "compiled")]),
 }
