@@ -397,7 +397,9 @@ def test_more_candidates_for_a_finished_session_take_a_round_to_run_in(tmp_path,
     code, _, err = cli(
         capsys, "run", "--resume", "1", "--headless", "--candidates", "3", "--db", str(recorded_db), "--compile-only"
     )
-    assert code == 2 and "session 1 has done its 2 round(s): nothing to resume; add --rounds 3" in one_line(err)
+    assert code == 2 and "session 1 has done its 2 round(s): nothing to resume with new settings; add --rounds 3" in (
+        one_line(err)
+    )
     from cuda_llm.engine.store.sessions import SessionStore
 
     store = SessionStore(recorded_db)

@@ -169,11 +169,12 @@ async def open_session(
         host, base_url = resume_server(record, model, options)
         loop_settings = dataclasses.replace(record.settings, **options.overrides)  # type: ignore[arg-type]
         done = len(store.rounds(record.id))
-        if done >= loop_settings.rounds:
-            # It would end at once, and the new settings (more candidates, say) saved for nothing.
+        if options.overrides and done >= loop_settings.rounds:
+            # It would end at once with the new settings (more candidates, say) saved for nothing. (A
+            # resume without new settings shows the session as recorded: the TUI's way to look at one.)
             raise UserError(
-                f"session {record.id} has done its {done} round(s): nothing to resume; add --rounds {done + 1} "
-                "(or more) to go on"
+                f"session {record.id} has done its {done} round(s): nothing to resume with new settings; add "
+                f"--rounds {done + 1} (or more) to go on"
             )
         store.claim(record.id)
         session_id = record.id
