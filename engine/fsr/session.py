@@ -168,7 +168,7 @@ async def open_session(
         model = options.model or record.model
         host, base_url = resume_server(record, model, options)
         loop_settings = dataclasses.replace(record.settings, **options.overrides)  # type: ignore[arg-type]
-        done = len(store.rounds(record.id))
+        done = len(store.rounds(record.id)) if options.overrides else 0  # (read only when it can matter)
         if options.overrides and done >= loop_settings.rounds:
             # It would end at once with the new settings (more candidates, say) saved for nothing. (A
             # resume without new settings shows the session as recorded: the TUI's way to look at one.)

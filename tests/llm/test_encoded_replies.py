@@ -97,21 +97,26 @@ def test_a_body_that_does_not_inflate_is_refused() -> None:
         list(_Inflater("gzip").feed(b"\x1f\x8b not gzip at all"))
 
 
+async def refused_with_peak(provider) -> tuple[ModelError, int]:
+    """The error a capped completion ends in, and the most this process allocated meanwhile."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(ModelError) as caught:
+            await provider.complete(PROMPT, CAPPED, KEY)
+        return caught.value, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 @pytest.mark.parametrize("status", [200, 500], ids=["stream", "error-body"])
 async def test_a_gzip_bomb_is_dropped_at_the_cap_without_being_inflated(wire: Wire, status: int) -> None:
     wire.server.script(Reply.gzip_bomb(BOMB_BYTES, status=status))
     provider = wire.provider()
 
-    tracemalloc.start()
-    try:
-        with pytest.raises(ModelError) as caught:
-            await provider.complete(PROMPT, CAPPED, KEY)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    error, peak = await refused_with_peak(provider)
 
-    assert caught.value.kind == "too_large"
-    assert "passed 1 MiB" in str(caught.value) and "\n" not in str(caught.value)
+    assert error.kind == "too_large"
+    assert "passed 1 MiB" in str(error) and "\n" not in str(error)
     assert peak < PEAK_BOUND, f"{peak / 2**20:.1f} MiB allocated at the peak for a {CAP >> 20} MiB cap"
     assert wire.server.chat_requests[0].headers["accept-encoding"] == "identity"
 
@@ -160,6 +165,16 @@ async def test_listing_models_asks_for_no_compression(wire: Wire) -> None:
 
 
 # The provider is pointed at a host that does not resolve: only the proxy can answer for it.
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+def clear_proxies(monkeypatch) -> None:
+    """No proxy from the machine's own environment (either spelling) in the tests that set one."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
+
 PROXIED_HOST = "model.invalid:11434"
 
 
@@ -168,31 +183,22 @@ async def test_a_gzip_bomb_through_a_proxy_is_counted_as_well(wire: Wire, status
     """The proxy the environment names is used (a client given its own transport reads none, so a
     user behind one could not reach a remote server), and what comes through it passes the same
     count. The loopback server stands in for the proxy."""
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
+    clear_proxies(monkeypatch)
     monkeypatch.setenv("HTTP_PROXY", wire.server.url)
     wire.server.script(Reply.gzip_bomb(BOMB_BYTES, status=status))
     path = "" if wire.name == "ollama" else "/v1"
     provider = wire.provider(url=f"http://{PROXIED_HOST}{path}")
 
-    tracemalloc.start()
-    try:
-        with pytest.raises(ModelError) as caught:
-            await provider.complete(PROMPT, CAPPED, KEY)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    error, peak = await refused_with_peak(provider)
 
     (request,) = wire.server.chat_requests
     assert request.headers["host"] == PROXIED_HOST, "the request went through the proxy"
-    assert caught.value.kind == "too_large", caught.value
+    assert error.kind == "too_large", error
     assert peak < PEAK_BOUND, f"{peak / 2**20:.1f} MiB allocated at the peak for a {CAP >> 20} MiB cap"
 
 
 def test_the_proxy_is_the_one_the_environment_names_for_the_url(monkeypatch) -> None:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("all_proxy", raising=False)
+    clear_proxies(monkeypatch)
     assert proxy_for("http://gpu-box:11434/api/chat") is None
     monkeypatch.setenv("HTTPS_PROXY", "proxy.corp:3128")
     monkeypatch.setenv("ALL_PROXY", "http://all.corp:8080")
