@@ -11,19 +11,19 @@ _HELP = ("-h", "--help")
 
 
 def main(argv: list[str] | None = None) -> int:
-    from cuda_llm.engine.cli.main import build_parser, dispatch, parse, quiet_broken_pipe
+    from cuda_llm.app.cli.main import build_parser, dispatch, parse, quiet_broken_pipe
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in _HELP:
-        from cuda_llm.app.cli import tui_options_help
+        from cuda_llm.app.tui_args import tui_options_help
 
         with quiet_broken_pipe():  # `cuda-llm --help | head -1`
             build_parser().print_help()
             print("\n" + tui_options_help(), flush=True)
         return 0
     if not argv or (argv[0].startswith("-") and argv[0] != "--version"):
-        from cuda_llm.app.cli import parse_tui
         from cuda_llm.app.main import run_tui
+        from cuda_llm.app.tui_args import parse_tui
 
         return run_tui(parse_tui(argv))
     args = parse(argv)
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_tui(args)
     if args.command == "run" and (args.model or "").strip().lower().startswith("manual"):
-        from cuda_llm.engine.cli.output import error
+        from cuda_llm.app.cli.output import error
 
         error("--model manual needs the terminal UI (drop --headless): a person writes each kernel there")
         return 2

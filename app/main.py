@@ -23,8 +23,8 @@ def follow_the_terminal() -> None:
 
 def run_tui(args: argparse.Namespace) -> int:
     from cuda_llm.app.app import CudaLlmApp
+    from cuda_llm.app.cli.run_cmd import loop_overrides, loop_settings, session_options
     from cuda_llm.app.options import Defaults, SessionRequest
-    from cuda_llm.engine.cli.run_cmd import loop_overrides, loop_settings, session_options
 
     defaults = Defaults(
         db=args.db,

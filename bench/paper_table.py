@@ -108,7 +108,7 @@ def bench_args(url: str, db: Path, out: Path, tasks: tuple[str, ...], compile_on
 
 def cli(*argv: str) -> tuple[int, str]:
     """`cuda-llm ARGV` in this process (the loopback server runs in it too): exit code and stdout."""
-    from cuda_llm.engine.cli.main import main
+    from cuda_llm.app.cli.main import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -14,9 +14,9 @@ import pytest
 from fakes.fake_gpu import FakeGpu, fake_environment
 
 from bench import paper_table
-from cuda_llm.engine.cli.bench_cmd import load_bench, request_from_args, run_bench
-from cuda_llm.engine.cli.bench_table import BenchRow, compare, compare_markdown, markdown, summarize
-from cuda_llm.engine.cli.main import main, parse
+from cuda_llm.app.cli.bench_cmd import load_bench, request_from_args, run_bench
+from cuda_llm.app.cli.bench_table import BenchRow, compare, compare_markdown, markdown, summarize
+from cuda_llm.app.cli.main import main, parse
 from cuda_llm.engine.gpu.library import INSTALL_HINT, cupy_missing
 from cuda_llm.engine.task.library import builtin_tasks_dir, user_tasks_dir
 from cuda_llm.engine.task.scaffold import scaffold_task
@@ -183,7 +183,7 @@ async def fake_gpu_bench(tmp_path, llm_server, library_us: float | None):
             str(tmp_path / "s.db"),
         ]
     )
-    from cuda_llm.engine.cli.bench_cmd import document
+    from cuda_llm.app.cli.bench_cmd import document
 
     request = request_from_args(args)
     rows = await run_bench(request, lambda: fake_environment(FakeGpu(library_us=library_us)))
@@ -249,7 +249,7 @@ async def test_without_the_library_extra_the_column_is_empty_and_says_why(tmp_pa
 
 
 def test_the_header_says_which_sampling_settings_were_left_to_the_server_and_names_the_roofline():
-    from cuda_llm.engine.cli.bench_table import settings_text
+    from cuda_llm.app.cli.bench_table import settings_text
 
     unset = settings_text({"candidates": 4, "rounds": 5, "repairs": 3, "patience": 3, "target_roofline": 0.9})
     assert unset == (
@@ -263,7 +263,7 @@ def test_the_header_says_which_sampling_settings_were_left_to_the_server_and_nam
 def test_suspect_and_compiled_candidates_are_not_correct():
     row = BenchRow("t", 1, "m", "finished", validated=True, candidates=3, compiled=3, correct=0, suspect=2)
     assert row.is_correct is False
-    from cuda_llm.engine.cli.bench_table import correct_cell
+    from cuda_llm.app.cli.bench_table import correct_cell
 
     assert correct_cell(row) == "no (0 of 3), 2 suspect"
     assert correct_cell(BenchRow("t", 1, "m", "finished", validated=False, candidates=2, compiled=2)).startswith(
@@ -306,7 +306,7 @@ def _row_on(task: str, gpu: str, speedup: float, node: str | None = None) -> Ben
 
 
 def test_rows_on_two_gpu_models_name_theirs_and_are_never_averaged_together():
-    from cuda_llm.engine.cli.bench_table import bench_document
+    from cuda_llm.app.cli.bench_table import bench_document
 
     rows = [
         _row_on("a", "NVIDIA H100", 4.0, "node-1"),
@@ -436,7 +436,7 @@ async def test_bench_replays_the_latest_session_per_task(tmp_path, llm_server, c
     from scripted import chunked, reply
     from session_driver import options, run_session
 
-    from cuda_llm.engine.cli.bench_cmd import document
+    from cuda_llm.app.cli.bench_cmd import document
 
     llm_server.default = chunked(reply())
     first, _ = await run_session(options(tmp_path, "ollama:loop-model", candidates=2, rounds=1), host=llm_server.url)

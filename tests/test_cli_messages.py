@@ -1,6 +1,6 @@
 """What the headless commands say when a user gets something wrong, and when output is cut short: one
 line each, never a traceback; and export / eval / replay as a researcher moves a session between
-machines. In process through `cuda_llm.engine.cli.main.main`, or as a child process where the pipe
+machines. In process through `cuda_llm.app.cli.main.main`, or as a child process where the pipe
 or the terminal matters."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from llm_servers import Reply
 from scripted import GOOD_KERNEL, GOOD_PLAN, chunked, reply
 from session_driver import options, run_session
 
-from cuda_llm.engine.cli import eval_cmd
-from cuda_llm.engine.cli.main import EXIT_BROKEN_PIPE, main
-from cuda_llm.engine.cli.output import VERDICT_CHARS
+from cuda_llm.app.cli import eval_cmd
+from cuda_llm.app.cli.main import EXIT_BROKEN_PIPE, main
+from cuda_llm.app.cli.output import VERDICT_CHARS
 from cuda_llm.engine.gpu.library import cupy_missing
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -258,7 +258,7 @@ def test_a_headless_run_shows_a_reply_without_code_blocks_in_one_short_line(tmp_
 
 
 def test_progress_names_both_ceilings_and_keeps_a_timed_candidates_figures():
-    from cuda_llm.engine.cli.progress import ProgressPrinter
+    from cuda_llm.app.cli.progress import ProgressPrinter
     from cuda_llm.engine.fsr import events as ev
     from cuda_llm.engine.judge.judgement import Judgement
 

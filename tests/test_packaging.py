@@ -104,7 +104,7 @@ def test_ours_installs_beside_other_packages_named_app_and_engine(installed, tmp
     tops = {line.split(",")[0].split("/")[0] for line in record.read_text().splitlines()}
     assert {t for t in tops if not t.endswith(".dist-info") and t != ".."} == OUR_TOP_LEVEL, tops
     # After importing ours, `app` and `engine` still resolve to theirs (we add nothing to sys.path).
-    assert _python(installed, "import cuda_llm.engine.cli.main, app, engine; print(app.WHO, engine.WHO)", tmp_path) == (
+    assert _python(installed, "import cuda_llm.app.cli.main, app, engine; print(app.WHO, engine.WHO)", tmp_path) == (
         "dummy-app dummy-engine"
     )
 
@@ -154,7 +154,7 @@ def test_the_engine_never_imports_the_tui():
 @pytest.mark.parametrize("layer", ["gpu", "compile", "contract", "task", "store", "compare.py", "settings.py"])
 def test_lower_layers_do_not_import_the_loop_the_judge_or_the_commands(layer):
     path = ENGINE / layer
-    forbidden = ("cuda_llm.engine.fsr", "cuda_llm.engine.cli", "cuda_llm.engine.judge", "cuda_llm.engine.llm.spec")
+    forbidden = ("cuda_llm.engine.fsr", "cuda_llm.app.cli", "cuda_llm.engine.judge", "cuda_llm.engine.llm.spec")
     # The store records judgements: it may read their data types (judgement.py and what it holds),
     # never the judging itself (judge.py, environment.py).
     allowed = ("cuda_llm.engine.judge.judgement",) if layer == "store" else ()

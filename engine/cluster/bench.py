@@ -27,11 +27,11 @@ from cuda_llm.engine.settings import Settings
 # How often a task waiting for a GPU checks whether any is left at all.
 LEASE_POLL_S = 5.0
 
-Row = TypeVar("Row")  # a row of the table (engine/cli/bench_table.BenchRow)
+Row = TypeVar("Row")  # a row of the table (app/cli/bench_table.BenchRow)
 
 
 class ClusterBench(Protocol):
-    """What is read here of the bench's request (engine/cli/bench_cmd.BenchRequest), which is passed
+    """What is read here of the bench's request (app/cli/bench_cmd.BenchRequest), which is passed
     back to `run_task` as it is."""
 
     @property

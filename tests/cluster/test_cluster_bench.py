@@ -11,9 +11,9 @@ from fakes.fake_gpu import FakeGpu, FakeGpuFactory, fake_environment
 from llm_servers import RecordedRequest, Reply
 from scripted import chunked, reply
 
-from cuda_llm.engine.cli.bench_cmd import document, request_from_args, run_bench
-from cuda_llm.engine.cli.bench_table import markdown
-from cuda_llm.engine.cli.main import parse
+from cuda_llm.app.cli.bench_cmd import document, request_from_args, run_bench
+from cuda_llm.app.cli.bench_table import markdown
+from cuda_llm.app.cli.main import parse
 from cuda_llm.engine.cluster.settings import ClusterSettings
 from cuda_llm.engine.store.sessions import SessionStore
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from cuda_llm.app.cli import parse_tui
+from cuda_llm.app.cli.bench_cmd import request_from_args, request_from_bench
+from cuda_llm.app.cli.main import parse
+from cuda_llm.app.cli.run_cmd import continue_line, resume_command, session_options
 from cuda_llm.app.config import AppConfig, load_config, save_config
 from cuda_llm.app.options import Choices, Defaults, new_session, resume_session
-from cuda_llm.engine.cli.bench_cmd import request_from_args, request_from_bench
-from cuda_llm.engine.cli.main import parse
-from cuda_llm.engine.cli.run_cmd import continue_line, resume_command, session_options
+from cuda_llm.app.tui_args import parse_tui
 from cuda_llm.engine.cluster.bundle import TaskBundle, pack_task, unpack_task
 from cuda_llm.engine.cluster.connection import ClusterError
 from cuda_llm.engine.cluster.environment import choose_model
@@ -93,9 +93,9 @@ def test_nothing_imports_ray_without_a_cluster(tmp_path):
     plan = ROOT / "tasks" / "vector_add" / "baseline.json"
     script = f"""
 import contextlib, io, sys
-from cuda_llm.engine.cli.main import main
-import cuda_llm.app.app, cuda_llm.app.launcher, cuda_llm.engine.fsr.session, cuda_llm.engine.cli.bench_cmd
-from cuda_llm.engine.cli import doctor_cmd
+from cuda_llm.app.cli.main import main
+import cuda_llm.app.app, cuda_llm.app.launcher, cuda_llm.engine.fsr.session, cuda_llm.app.cli.bench_cmd
+from cuda_llm.app.cli import doctor_cmd
 with contextlib.redirect_stdout(io.StringIO()):
     code = main(["eval", "vector_add", {str(reply)!r}, "--plan", {str(plan)!r}, "--compile-only"])
     doctor_cmd.check_packages()

@@ -192,7 +192,7 @@ async def test_the_pool_says_whether_its_processes_are_jailed():
 
 async def test_an_unjailed_compiler_is_announced_loudly():
     """Where no jail works, `doctor` and every session's notice say so (here: switched off)."""
-    from cuda_llm.engine.cli.doctor_cmd import check_sandbox
+    from cuda_llm.app.cli.doctor_cmd import check_sandbox
     from cuda_llm.engine.judge.environment import sandbox_warning
 
     pool = CompilerPool(CompileSettings(sandbox=()), workers=1)
@@ -207,7 +207,7 @@ async def test_an_unjailed_compiler_is_announced_loudly():
 
 @needs_landlock
 async def test_doctor_reports_an_active_jail():
-    from cuda_llm.engine.cli.doctor_cmd import check_sandbox
+    from cuda_llm.app.cli.doctor_cmd import check_sandbox
 
     check = await check_sandbox()
     assert check.status == "ok" and "Landlock ABI" in check.detail

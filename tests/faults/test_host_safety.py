@@ -35,7 +35,7 @@ from llm_servers import LoopbackLLMServer
 from scripted import GOOD_KERNEL, chunked, reply
 from session_driver import Recorder, options, run_session
 
-from cuda_llm.engine.cli.main import main as cuda_llm
+from cuda_llm.app.cli.main import main as cuda_llm
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller
 from cuda_llm.engine.store.sessions import SessionStore

@@ -22,7 +22,7 @@ from llm_servers import Reply
 from scripted import chunked, reply
 from session_driver import ROOT, cli, cli_env, labels, options, run_session
 
-from cuda_llm.engine.cli.main import main as cuda_llm
+from cuda_llm.app.cli.main import main as cuda_llm
 from cuda_llm.engine.store.schema import SCHEMA_VERSION
 from cuda_llm.engine.store.sessions import SessionStore
 

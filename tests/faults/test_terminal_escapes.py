@@ -1,6 +1,6 @@
 """A reply, a compiler log or a server error holding terminal escapes cannot act on the terminal: the
 headless commands (`eval`, a headless `run` with its progress lines and closing line, `sessions`) print
-them as visible escapes (engine/cli/output.py wraps their output), and the TUI, run in a real
+them as visible escapes (app/cli/output.py wraps their output), and the TUI, run in a real
 pseudo-terminal, writes none of them (app/widgets/text.py filters every rendered line)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 from llm_servers import LoopbackLLMServer, Reply
 from scripted import GOOD_KERNEL, chunked, reply
 
-from cuda_llm.engine.cli.main import main as cuda_llm
+from cuda_llm.app.cli.main import main as cuda_llm
 
 GROUP = "host safety"
 # Retitle the window, clear the screen, home the cursor, then a forged verdict; a carriage return.

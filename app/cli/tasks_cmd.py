@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from cuda_llm.engine.cli.output import error, human_bytes, print_json, table
+from cuda_llm.app.cli.output import error, human_bytes, print_json, table
 
 
 def _si(n: float) -> str:
@@ -57,7 +57,7 @@ def list_tasks(args: argparse.Namespace) -> int:
 
 
 def new_task(args: argparse.Namespace) -> int:
-    from cuda_llm.engine.cli.files import output_folder
+    from cuda_llm.app.cli.files import output_folder
     from cuda_llm.engine.errors import UserError
     from cuda_llm.engine.task.library import user_tasks_dir
     from cuda_llm.engine.task.scaffold import scaffold_task

@@ -1,6 +1,6 @@
 """The paper's table: one row per task (baseline against the best the loop found), its summary, the
 Markdown a paper can cite, bench.json, and two runs side by side. Pure data and text: running the
-sessions is engine/cli/bench_cmd.py's job.
+sessions is app/cli/bench_cmd.py's job.
 
 What the table promises:
 - "correct" means validated on a GPU: a candidate that only compiled (compile-only mode) is "not
@@ -54,7 +54,7 @@ class BenchRow:
     roofline_share: float | None = None  # of the achievable roofline
     physical_share: float | None = None
     sm_clock_mhz: float | None = None  # the SM clock while the best was timed
-    library: dict[str, Any] = field(default_factory=dict)  # engine/cli/yardstick.library_record
+    library: dict[str, Any] = field(default_factory=dict)  # app/cli/yardstick.library_record
     rounds_run: int = 0
     tokens: int = 0
     seconds: float = 0.0

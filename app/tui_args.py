@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from cuda_llm.engine.cli.run_cmd import add_session_arguments
+from cuda_llm.app.cli.run_cmd import add_session_arguments
 
 TUI_DESCRIPTION = """\
 The terminal UI. Options set the defaults of the start screen and where sessions run; the

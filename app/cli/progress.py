@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from cuda_llm.engine.cli.output import split_message
+from cuda_llm.app.cli.output import split_message
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.judge.judgement import Judgement
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME

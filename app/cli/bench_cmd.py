@@ -1,4 +1,4 @@
-"""`cuda-llm bench --model SPEC [--tasks ...]`: the paper's table (engine/cli/bench_table.py says what
+"""`cuda-llm bench --model SPEC [--tasks ...]`: the paper's table (app/cli/bench_table.py says what
 it promises). One headless session per task, each recorded like any other; the table, bench.md and
 bench.json from them.
 
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cuda_llm.engine.cli.bench_table import BENCH_FILE, BenchRow, bench_document, compare, compare_json, dumps
-from cuda_llm.engine.cli.output import print_json
+from cuda_llm.app.cli.bench_table import BENCH_FILE, BenchRow, bench_document, compare, compare_json, dumps
+from cuda_llm.app.cli.output import print_json
 from cuda_llm.engine.errors import UserError
 
 REPLAY_LATEST = "replay:latest"
@@ -77,8 +77,8 @@ def _scrubbed(word: str) -> str:
 
 
 def request_from_args(args: argparse.Namespace) -> BenchRequest:
+    from cuda_llm.app.cli.run_cmd import loop_overrides, loop_settings
     from cuda_llm.engine import serialize
-    from cuda_llm.engine.cli.run_cmd import loop_overrides, loop_settings
     from cuda_llm.engine.task import TaskLibrary
     from cuda_llm.engine.task.library import builtin_tasks_dir
 
@@ -167,8 +167,8 @@ _BOUND = frozenset({"compiled", "correct", "suspect", "wrong", "crashed", "timed
 
 
 def build_row(task: str, model: str, result, report: dict[str, Any], library, seconds: float) -> BenchRow:
-    """A table row from a finished session's report (engine/cli/report.py) and its library figure."""
-    from cuda_llm.engine.cli.yardstick import library_record
+    """A table row from a finished session's report (app/cli/report.py) and its library figure."""
+    from cuda_llm.app.cli.yardstick import library_record
 
     history = [h for h in report["history"] if h["label"] != "baseline"]
     validated = not report["compile_only"]
@@ -222,7 +222,7 @@ async def run_task(
     """One task's session from start to end, and its row. `opened` is called once the session exists
     (engine/cluster/bench.py starts the next task then, so sessions are numbered in task order);
     `control` lets the caller stop it."""
-    from cuda_llm.engine.cli.report import session_report
+    from cuda_llm.app.cli.report import session_report
     from cuda_llm.engine.fsr import events as ev
     from cuda_llm.engine.fsr.control import Controller
     from cuda_llm.engine.fsr.session import open_session
@@ -285,7 +285,7 @@ async def run_bench(
     """The rows in task order. With `request.cluster` (not compile-only) the tasks run side by side on
     the Ray cluster's GPUs (engine/cluster/bench.py; `worker_factory` and `cluster_settings` reach it:
     tests pass a fake GPU worker)."""
-    from cuda_llm.engine.cli.interrupt import ctrl_c_stops
+    from cuda_llm.app.cli.interrupt import ctrl_c_stops
     from cuda_llm.engine.fsr.control import Controller
 
     check_tasks(request)
@@ -325,7 +325,7 @@ def load_bench(path: str) -> dict[str, Any]:
     """A bench.json (or a folder holding one), checked enough to be compared or rerun."""
     import json
 
-    from cuda_llm.engine.cli.files import read_text
+    from cuda_llm.app.cli.files import read_text
 
     p = Path(path)
     if p.is_dir():
@@ -346,7 +346,7 @@ def load_bench(path: str) -> dict[str, Any]:
 
 
 def _write(out: str, doc: dict[str, Any], text: str) -> None:
-    from cuda_llm.engine.cli.files import output_folder, write_text
+    from cuda_llm.app.cli.files import output_folder, write_text
 
     folder = output_folder(out)
     write_text(folder / "bench.md", text)
@@ -355,7 +355,7 @@ def _write(out: str, doc: dict[str, Any], text: str) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from cuda_llm.engine.cli.bench_table import compare_markdown
+    from cuda_llm.app.cli.bench_table import compare_markdown
 
     first, second = args.compare
     a, b = load_bench(first), load_bench(second)
@@ -368,7 +368,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def bench(args: argparse.Namespace, environment: EnvironmentFactory | None = None) -> int:
-    from cuda_llm.engine.cli.bench_table import compare_markdown, markdown
+    from cuda_llm.app.cli.bench_table import compare_markdown, markdown
 
     if args.compare:
         if args.rerun:
@@ -383,7 +383,7 @@ def bench(args: argparse.Namespace, environment: EnvironmentFactory | None = Non
     else:
         request = request_from_args(args)
     if args.out:
-        from cuda_llm.engine.cli.files import output_folder
+        from cuda_llm.app.cli.files import output_folder
 
         output_folder(args.out)  # a folder that cannot be written is found before the sessions run
     rows = asyncio.run(run_bench(request, environment))
@@ -402,7 +402,7 @@ def bench(args: argparse.Namespace, environment: EnvironmentFactory | None = Non
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from cuda_llm.engine.cli.run_cmd import add_session_arguments
+    from cuda_llm.app.cli.run_cmd import add_session_arguments
 
     p = sub.add_parser("bench", help="the paper's table: baseline vs best per task")
     p.add_argument(

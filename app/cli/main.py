@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NoReturn
 
+from cuda_llm.app.cli import bench_cmd, doctor_cmd, eval_cmd, run_cmd, sessions_cmd, tasks_cmd
 from cuda_llm.engine import __version__
-from cuda_llm.engine.cli import bench_cmd, doctor_cmd, eval_cmd, run_cmd, sessions_cmd, tasks_cmd
 
 DESCRIPTION = """\
 A language model writes CUDA kernels; the GPU proves them right and fast.
@@ -111,7 +111,7 @@ def quiet_broken_pipe() -> Iterator[None]:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    from cuda_llm.engine.cli.output import error, terminal_safe_output
+    from cuda_llm.app.cli.output import error, terminal_safe_output
     from cuda_llm.engine.errors import UserError
 
     with quiet_broken_pipe(), terminal_safe_output():

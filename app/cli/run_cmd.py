@@ -11,7 +11,7 @@ import argparse
 import asyncio
 import sys
 
-from cuda_llm.engine.cli.output import error, print_json
+from cuda_llm.app.cli.output import error, print_json
 
 EXIT_PAUSED = 3
 
@@ -128,8 +128,8 @@ def session_options(args: argparse.Namespace, task: str | None):
 
 
 async def run_headless(options, as_json: bool) -> int:
-    from cuda_llm.engine.cli.interrupt import ctrl_c_stops
-    from cuda_llm.engine.cli.progress import ProgressPrinter
+    from cuda_llm.app.cli.interrupt import ctrl_c_stops
+    from cuda_llm.app.cli.progress import ProgressPrinter
     from cuda_llm.engine.fsr.control import Controller
     from cuda_llm.engine.fsr.session import open_session
 
@@ -144,7 +144,7 @@ async def run_headless(options, as_json: bool) -> int:
     finally:
         await session.close()
     if as_json:
-        from cuda_llm.engine.cli.report import session_report
+        from cuda_llm.app.cli.report import session_report
         from cuda_llm.engine.store.sessions import SessionStore
 
         store = SessionStore(options.db)

@@ -12,9 +12,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuda_llm.engine.cli.files import STDIN, FileArgumentError, NotTextError, read_text, shown
-from cuda_llm.engine.cli.output import error, print_json, split_message
-from cuda_llm.engine.cli.yardstick import library_line, library_record
+from cuda_llm.app.cli.files import STDIN, FileArgumentError, NotTextError, read_text, shown
+from cuda_llm.app.cli.output import error, print_json, split_message
+from cuda_llm.app.cli.yardstick import library_line, library_record
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
 
 # What is read of a file before it is judged: far above anything the judge accepts (a 1 MiB reply,
@@ -23,7 +23,7 @@ from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
 MAX_FILE_BYTES = 64 * 1024 * 1024
 # A launch plan is a few hundred bytes; anything this large is not one.
 MAX_PLAN_BYTES = 256 * 1024
-# Names `cuda-llm export` writes (engine/cli/sessions_cmd.py).
+# Names `cuda-llm export` writes (app/cli/sessions_cmd.py).
 EXPORT_KERNEL, EXPORT_PLAN, EXPORT_REPORT = "kernel.cu", "plan.json", "report.json"
 
 

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from cuda_llm.engine.cli.output import error, print_json, table
+from cuda_llm.app.cli.output import error, print_json, table
 
 
 def list_sessions(args: argparse.Namespace) -> int:
@@ -64,8 +64,8 @@ def export(args: argparse.Namespace) -> int:
     `cuda-llm eval TASK FOLDER` re-judges it unchanged, on a GPU machine too."""
     import shlex
 
-    from cuda_llm.engine.cli.files import output_folder, write_text
-    from cuda_llm.engine.cli.report import choose_export, eval_task_argument, markdown, session_report
+    from cuda_llm.app.cli.files import output_folder, write_text
+    from cuda_llm.app.cli.report import choose_export, eval_task_argument, markdown, session_report
     from cuda_llm.engine.store.sessions import SessionStore
 
     store = SessionStore(args.db, read_only=True)
@@ -144,7 +144,7 @@ def replay_limits(record, extent: tuple[int, int, int], overrides: dict[str, obj
 
 def replay(args: argparse.Namespace) -> int:
     """Re-judge a recorded session's replies on this machine (a new session, same decisions)."""
-    from cuda_llm.engine.cli.run_cmd import run_headless, session_options
+    from cuda_llm.app.cli.run_cmd import run_headless, session_options
     from cuda_llm.engine.errors import UserError
     from cuda_llm.engine.store.sessions import SessionStore
 
@@ -173,7 +173,7 @@ def replay(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from cuda_llm.engine.cli.run_cmd import add_session_arguments
+    from cuda_llm.app.cli.run_cmd import add_session_arguments
 
     p = sub.add_parser("sessions", help="list recorded sessions")
     p.add_argument("--db", help="sessions database (default: the user data folder)")

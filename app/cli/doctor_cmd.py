@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cuda_llm.engine.cli.output import print_json
+from cuda_llm.app.cli.output import print_json
 
 if TYPE_CHECKING:
     from cuda_llm.engine.settings import CompileSettings

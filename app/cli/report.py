@@ -210,7 +210,7 @@ def _environment_lines(env: dict[str, Any]) -> list[str]:
 
 
 def _settings_line(settings: dict[str, Any]) -> str:
-    from cuda_llm.engine.cli.bench_table import settings_text
+    from cuda_llm.app.cli.bench_table import settings_text
 
     return f"- settings: {settings_text(settings)}"
 
