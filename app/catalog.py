@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuda_llm.engine.errors import TaskFileError
+from cuda_llm.engine.core.errors import TaskFileError
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL
 from cuda_llm.engine.store.sessions import SessionRecord, SessionStore, StoreError
 from cuda_llm.engine.task import TaskLibrary

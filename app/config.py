@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cuda_llm.engine.paths import user_config_dir
+from cuda_llm.engine.core.paths import user_config_dir
 
 CONFIG_FILE = "tui.toml"
 ENDPOINT_KINDS = ("openai", "ollama")

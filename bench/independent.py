@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from cuda_llm.engine import expr
-from cuda_llm.engine.dtypes import DTYPES
 from cuda_llm.engine.judge.judgement import Compiled
+from cuda_llm.engine.task import expr
+from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import Task
 from cuda_llm.engine.task.reference import case_seed, load_reference
 

@@ -165,7 +165,7 @@ class LoopSettings:
     feedback_chars: int = 12_000
 
     def validate(self) -> None:
-        from cuda_llm.engine.errors import UserError
+        from cuda_llm.engine.core.errors import UserError
 
         if self.candidates < 1 or self.candidates > 32:
             raise UserError(f"--candidates must be between 1 and 32, got {self.candidates}")

@@ -23,7 +23,7 @@ from llm_servers import LoopbackLLMServer, closed_port_url
 # Fault rows for docs/reliability.md: the `fault` marker and the `observed` fixture.
 pytest_plugins = ["faultlog"]
 
-# The variables that lead the engine to the user's folders (engine/paths.py, engine/task/library.py).
+# The variables that lead the engine to the user's folders (engine/core/paths.py, engine/task/library.py).
 ISOLATED_VARIABLES = ("CUDA_LLM_HOME", "CUDA_LLM_TASK_PATH")
 _saved: dict[str, str | None] = {}
 _made: list[Path] = []
@@ -31,7 +31,7 @@ _made: list[Path] = []
 
 def pytest_configure(config: pytest.Config) -> None:
     """Runs before collection: parametrised tests that list the task library see the built-in one."""
-    from cuda_llm.engine.paths import user_cache_dir
+    from cuda_llm.engine.core.paths import user_cache_dir
 
     real_cache = user_cache_dir()
     home = Path(tempfile.mkdtemp(prefix="cuda-llm-test-home-"))

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cuda_llm.engine.paths import user_data_dir
+from cuda_llm.engine.core.paths import user_data_dir
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.library import builtin_tasks_dir
 from cuda_llm.engine.task.scaffold import scaffold_task

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cuda_llm.engine import expr
-from cuda_llm.engine.compare import INT_POISON, allowed_error, compare_output
-from cuda_llm.engine.dtypes import DTYPES
-from cuda_llm.engine.errors import TaskFileError, UserError
+from cuda_llm.engine.core.errors import TaskFileError, UserError
+from cuda_llm.engine.gpu.compare import INT_POISON, allowed_error, compare_output
+from cuda_llm.engine.task import expr
+from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.library import TaskLibrary, builtin_tasks_dir
 from cuda_llm.engine.task.loader import load_task
 from cuda_llm.engine.task.model import SizeCase, Task

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from cuda_llm.app.cli.bench_table import BENCH_FILE, BenchRow, bench_document, compare, compare_json, dumps
 from cuda_llm.app.cli.output import print_json
-from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.core.errors import UserError
 
 REPLAY_LATEST = "replay:latest"
 # How far back replay:latest looks for a task's newest session.
@@ -63,7 +63,7 @@ class BenchRequest:
         return data
 
     def loop_settings(self):
-        from cuda_llm.engine import serialize
+        from cuda_llm.engine.core import serialize
         from cuda_llm.engine.settings import LoopSettings
 
         return serialize.load(LoopSettings, self.loop) if self.loop else LoopSettings()
@@ -78,7 +78,7 @@ def _scrubbed(word: str) -> str:
 
 def request_from_args(args: argparse.Namespace) -> BenchRequest:
     from cuda_llm.app.cli.run_cmd import loop_overrides, loop_settings
-    from cuda_llm.engine import serialize
+    from cuda_llm.engine.core import serialize
     from cuda_llm.engine.task import TaskLibrary
     from cuda_llm.engine.task.library import builtin_tasks_dir
 

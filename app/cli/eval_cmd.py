@@ -162,7 +162,7 @@ def render(j, device: str, library=None, notes: tuple[str, ...] = ()) -> str:
 
 
 async def _evaluate(args: argparse.Namespace) -> int:
-    from cuda_llm.engine.errors import UserError
+    from cuda_llm.engine.core.errors import UserError
     from cuda_llm.engine.judge.environment import open_environment
     from cuda_llm.engine.judge.judgement import Judgement
     from cuda_llm.engine.settings import Settings
@@ -195,7 +195,7 @@ async def _evaluate(args: argparse.Namespace) -> int:
     device = f"{env.device.name} ({env.arch})" if env.device else f"no GPU, compile-only ({env.arch})"
     notes = source.notes if source is not None else ()
     if args.json:
-        from cuda_llm.engine import serialize
+        from cuda_llm.engine.core import serialize
 
         print_json(
             {

@@ -8,7 +8,7 @@ import errno
 import sys
 from pathlib import Path
 
-from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.core.errors import UserError
 
 STDIN = "-"
 

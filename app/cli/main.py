@@ -112,7 +112,7 @@ def quiet_broken_pipe() -> Iterator[None]:
 
 def dispatch(args: argparse.Namespace) -> int:
     from cuda_llm.app.cli.output import error, terminal_safe_output
-    from cuda_llm.engine.errors import UserError
+    from cuda_llm.engine.core.errors import UserError
 
     with quiet_broken_pipe(), terminal_safe_output():
         try:

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cuda_llm.engine import serialize
-from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.core import serialize
+from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Judgement
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
 from cuda_llm.engine.store.sessions import CandidateRecord, SessionRecord, SessionStore

@@ -181,7 +181,7 @@ def continue_line(session_id: int, db: str | None, provider, cluster: str | None
 
 def _replayed_model(source: str, db: str | None) -> str | None:
     """The model of the session a replay plays back (None if it cannot be read)."""
-    from cuda_llm.engine.errors import UserError
+    from cuda_llm.engine.core.errors import UserError
     from cuda_llm.engine.store.sessions import SessionStore
 
     try:

@@ -145,7 +145,7 @@ def replay_limits(record, extent: tuple[int, int, int], overrides: dict[str, obj
 def replay(args: argparse.Namespace) -> int:
     """Re-judge a recorded session's replies on this machine (a new session, same decisions)."""
     from cuda_llm.app.cli.run_cmd import run_headless, session_options
-    from cuda_llm.engine.errors import UserError
+    from cuda_llm.engine.core.errors import UserError
     from cuda_llm.engine.store.sessions import SessionStore
 
     store = SessionStore(args.db, read_only=True)

@@ -15,7 +15,7 @@ def _si(n: float) -> str:
 
 
 def list_tasks(args: argparse.Namespace) -> int:
-    from cuda_llm.engine.errors import TaskFileError
+    from cuda_llm.engine.core.errors import TaskFileError
     from cuda_llm.engine.task import TaskLibrary
 
     library = TaskLibrary()
@@ -58,7 +58,7 @@ def list_tasks(args: argparse.Namespace) -> int:
 
 def new_task(args: argparse.Namespace) -> int:
     from cuda_llm.app.cli.files import output_folder
-    from cuda_llm.engine.errors import UserError
+    from cuda_llm.engine.core.errors import UserError
     from cuda_llm.engine.task.library import user_tasks_dir
     from cuda_llm.engine.task.scaffold import scaffold_task
 

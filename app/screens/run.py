@@ -65,7 +65,7 @@ from cuda_llm.app.widgets.status import StatusLine
 from cuda_llm.app.widgets.telemetry import TelemetryBar
 from cuda_llm.app.widgets.text import set_text
 from cuda_llm.app.widgets.validation import ValidationPane
-from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller
 from cuda_llm.engine.fsr.loop import candidate_label

@@ -36,7 +36,7 @@ from cuda_llm.app.screens.modals import HelpScreen
 from cuda_llm.app.widgets.footer import KeyFooter
 from cuda_llm.app.widgets.telemetry import TelemetryBar
 from cuda_llm.app.widgets.text import plain, set_text
-from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
 from cuda_llm.engine.llm.ollama_provider import ollama_url
 

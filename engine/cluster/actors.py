@@ -78,8 +78,8 @@ class GpuActor(_OnNode):
 
     # ---- the worker ------------------------------------------------------------------------------
     def _make_worker(self) -> Any:
+        from cuda_llm.engine.core.paths import user_cache_dir
         from cuda_llm.engine.gpu.client import GpuWorker
-        from cuda_llm.engine.paths import user_cache_dir
 
         # Device 0: Ray's CUDA_VISIBLE_DEVICES shows this actor (and the worker it spawns) its GPU
         # alone. The worker's logs get a folder per GPU, as several actors share a node.
@@ -122,7 +122,7 @@ class GpuActor(_OnNode):
     # ---- the task --------------------------------------------------------------------------------
     def _load(self, bundle: Any, fingerprint: str) -> Any:
         from cuda_llm.engine.cluster.bundle import unpack_task
-        from cuda_llm.engine.paths import user_cache_dir
+        from cuda_llm.engine.core.paths import user_cache_dir
         from cuda_llm.engine.task.loader import load_task
 
         folder = unpack_task(bundle, user_cache_dir() / "cluster-tasks")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.core.errors import UserError
 
 # Python's byte-code caches and editor droppings are not part of a task.
 _SKIPPED_PREFIXES = (".", "__pycache__")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cuda_llm.engine.cluster import ray_missing
-from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.core.errors import UserError
 
 # A cluster address that does not answer within this is reported at once, rather than after the
 # half minute a Ray client takes to give up (or the longer wait of a driver for its GCS).

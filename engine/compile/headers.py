@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cuda_llm.engine.paths import user_cache_dir
+from cuda_llm.engine.core.paths import user_cache_dir
 
 NO_HEADERS_MESSAGE = "no CUDA headers found: install nvidia-cuda-nvrtc>=13.3 or set CUDA_HOME"
 # nvrtcInstallBundledHeaders first shipped in NVRTC 13.3.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.core.errors import UserError
 
 Severity = Literal["error", "warning", "note"]
 

@@ -16,7 +16,6 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cuda_llm.engine import expr
 from cuda_llm.engine.contract.errors import FormatError
 from cuda_llm.engine.contract.limits import INT_RANGES
 from cuda_llm.engine.contract.plan import (
@@ -29,8 +28,9 @@ from cuda_llm.engine.contract.plan import (
     PlanArg,
 )
 from cuda_llm.engine.contract.signature import KernelParam, KernelScan, KernelSignature
-from cuda_llm.engine.dtypes import DTYPES, SCALAR_TYPES, ScalarType, scalar_type_of_c
-from cuda_llm.engine.errors import ExpressionError
+from cuda_llm.engine.core.errors import ExpressionError
+from cuda_llm.engine.task import expr
+from cuda_llm.engine.task.dtypes import DTYPES, SCALAR_TYPES, ScalarType, scalar_type_of_c
 
 if TYPE_CHECKING:  # engine.task imports engine.contract.plan: a runtime import would be a cycle
     from cuda_llm.engine.task.model import Task

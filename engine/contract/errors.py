@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.core.errors import UserError
 
 
 class FormatError(UserError):

@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cuda_llm.engine import expr
 from cuda_llm.engine.contract.errors import FormatError
-from cuda_llm.engine.dtypes import DTYPES
-from cuda_llm.engine.errors import ExpressionError
+from cuda_llm.engine.core.errors import ExpressionError
+from cuda_llm.engine.task import expr
+from cuda_llm.engine.task.dtypes import DTYPES
 
 IntType = Literal["int32", "int64"]
 ArgKind = Literal["buffer", "scratch", "scalar", "expr"]

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.fsr.control import Controller
 from cuda_llm.engine.fsr.events import EventBus
 from cuda_llm.engine.fsr.loop import FsrLoop, SessionResult

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import cuda_llm
-from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.core.errors import UserError
+from cuda_llm.engine.core.paths import user_cache_dir
 from cuda_llm.engine.gpu.protocol import (
     DeviceInfo,
     Fault,
@@ -29,8 +30,7 @@ from cuda_llm.engine.gpu.protocol import (
     ValidationReport,
     WorkerHello,
 )
-from cuda_llm.engine.paths import user_cache_dir
-from cuda_llm.engine.secrets import without_secrets
+from cuda_llm.engine.gpu.secrets import without_secrets
 from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task.model import Task
 

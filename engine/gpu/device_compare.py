@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cuda_llm.engine.compare import OutputComparison
+from cuda_llm.engine.gpu.compare import OutputComparison
 from cuda_llm.engine.gpu.driver import Context, DeviceBuffer, is_fatal
 from cuda_llm.engine.gpu.harness import Harness
 from cuda_llm.engine.task.model import BufferSpec, Tolerance

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from cuda_llm.engine.compare import poison_bits
-from cuda_llm.engine.dtypes import DTYPES
+from cuda_llm.engine.gpu.compare import poison_bits
 from cuda_llm.engine.gpu.driver import Context, DeviceBuffer, pack_params
+from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import Tolerance
 
 HARNESS_SOURCE = r"""
@@ -150,7 +150,7 @@ extern "C" __global__ void harness_count_diff(const uint4* __restrict__ a, const
     }
 }
 
-// Compare an output with the float64 reference on the device, exactly as engine/compare.py
+// Compare an output with the float64 reference on the device, exactly as engine/gpu/compare.py
 // does on the host: err = |double(got) - expected|; "exact" wants err == 0, the other rules
 // err <= rtol * base + atol (base = |expected|, the output's RMS, or a per-element scale), rounded
 // step by step as NumPy does (no fused multiply-add). Elements still holding the poison bit pattern

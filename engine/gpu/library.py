@@ -122,7 +122,7 @@ class Library:
         return cp.ndarray(shape, dtype=dtype, memptr=cp.cuda.MemoryPointer(mem, 0))
 
     def bind(self, task: Task, case: Any, device: dict[str, DeviceBuffer]) -> BoundLibrary:
-        from cuda_llm.engine.dtypes import DTYPES
+        from cuda_llm.engine.task.dtypes import DTYPES
 
         env = task.env(case)
         bufs = {b.name: self.array(device[b.name], b.shape_for(env), DTYPES[b.dtype].numpy) for b in task.buffers}

@@ -19,10 +19,10 @@ from functools import partial
 
 import numpy as np
 
+from cuda_llm.engine.core.paths import user_cache_dir
 from cuda_llm.engine.gpu.driver import Context
 from cuda_llm.engine.gpu.harness import FMA_PER_ITER, Harness
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks
-from cuda_llm.engine.paths import user_cache_dir
 
 # The bandwidth probes run at two buffer sizes: the task library's typical buffer (128 MiB, twice
 # the largest L2) and a large one. Which is faster depends on the GPU and the access mix (on an H100

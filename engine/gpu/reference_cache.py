@@ -9,7 +9,7 @@ from typing import Protocol
 
 import numpy as np
 
-from cuda_llm.engine.compare import output_rms
+from cuda_llm.engine.gpu.compare import output_rms
 from cuda_llm.engine.task.model import SizeCase, Task
 from cuda_llm.engine.task.reference import Reference, load_reference
 

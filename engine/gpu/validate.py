@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cuda_llm.engine.compare import HALF_POISON, INT_POISON, Mismatch, OutputComparison, compare_output
-from cuda_llm.engine.dtypes import DTYPES
+from cuda_llm.engine.gpu.compare import HALF_POISON, INT_POISON, Mismatch, OutputComparison, compare_output
 from cuda_llm.engine.gpu.device_compare import compare_on_device
 from cuda_llm.engine.gpu.driver import Context, DeviceBuffer, allocated_bytes, is_fatal
 from cuda_llm.engine.gpu.phases import PhaseClock
@@ -21,6 +20,7 @@ from cuda_llm.engine.gpu.protocol import CaseReport, DeviceInfo, LaunchResources
 from cuda_llm.engine.gpu.reference_cache import ReferenceCache, ReferenceCase
 from cuda_llm.engine.gpu.runner import ModuleFunctions, prepare
 from cuda_llm.engine.settings import ValidationSettings
+from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import BufferSpec, SizeCase, Task
 from cuda_llm.engine.task.reference import case_seed
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.core.errors import UserError
 
 Role = Literal["system", "user", "assistant"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.llm.base import ModelProvider, RequestKey
 
 SPEC_HELP = "use ollama:MODEL, openai:MODEL or replay:SESSION"

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from cuda_llm.engine.errors import TaskFileError, UnknownTaskError, UserError
-from cuda_llm.engine.paths import user_data_dir
+from cuda_llm.engine.core.errors import TaskFileError, UnknownTaskError, UserError
+from cuda_llm.engine.core.paths import user_data_dir
 from cuda_llm.engine.task.loader import TASK_FILE, load_task
 from cuda_llm.engine.task.model import Task
 

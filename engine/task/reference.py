@@ -24,8 +24,8 @@ from types import ModuleType
 
 import numpy as np
 
-from cuda_llm.engine.dtypes import DTYPES
-from cuda_llm.engine.errors import TaskFileError
+from cuda_llm.engine.core.errors import TaskFileError
+from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import SizeCase, Task
 
 

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from string import Template
 
-from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.task.loader import REFERENCE_FILE, TASK_FILE
 
 # A C identifier: the name doubles as a Python module suffix and appears in kernel names.

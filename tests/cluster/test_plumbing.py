@@ -20,7 +20,7 @@ from cuda_llm.engine.cluster.bundle import TaskBundle, pack_task, unpack_task
 from cuda_llm.engine.cluster.connection import ClusterError
 from cuda_llm.engine.cluster.environment import choose_model
 from cuda_llm.engine.cluster.fleet import Fleet, Member
-from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.gpu.protocol import RanOn
 from cuda_llm.engine.judge.environment import open_environment
 from cuda_llm.engine.settings import Settings

@@ -14,7 +14,7 @@ from cuda_llm.engine.compile.nvrtc import compile_checked, compile_in_process
 from cuda_llm.engine.compile.prelude import PRELUDE_MACROS
 from cuda_llm.engine.compile.result import CompileResult
 from cuda_llm.engine.compile.source import CheckedSource
-from cuda_llm.engine.paths import user_cache_dir
+from cuda_llm.engine.core.paths import user_cache_dir
 from cuda_llm.engine.settings import CompileSettings
 from tests.compile import kernels
 from tests.compile.attacks import (

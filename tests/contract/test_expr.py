@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from cuda_llm.engine import expr
-from cuda_llm.engine.errors import ExpressionError
+from cuda_llm.engine.core.errors import ExpressionError
+from cuda_llm.engine.task import expr
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ import asyncio
 import re
 from dataclasses import dataclass, field
 
-from cuda_llm.engine.compare import Mismatch
 from cuda_llm.engine.compile.pool import CompilerPool
+from cuda_llm.engine.gpu.compare import Mismatch
 from cuda_llm.engine.gpu.library import LIBRARY_LABEL, cupy_missing, library_name
 from cuda_llm.engine.gpu.protocol import (
     CaseReport,

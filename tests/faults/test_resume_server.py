@@ -14,7 +14,7 @@ from scripted import chunked, reply
 from session_driver import options, run_session
 
 from cuda_llm.app.cli.run_cmd import resume_command
-from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.llm.spec import parse_model_spec
 
 from .helpers import resume, resume_options

@@ -158,7 +158,7 @@ async def test_replay_makes_the_same_requests_without_a_model(tmp_path, llm_serv
 
 @pytest.mark.parametrize("n", [0, 33])
 async def test_bad_loop_settings_are_one_line(tmp_path, n):
-    from cuda_llm.engine.errors import UserError
+    from cuda_llm.engine.core.errors import UserError
 
     with pytest.raises(UserError, match="--candidates"):
         await run_session(options(tmp_path, "ollama:m", candidates=n))

@@ -1,15 +1,15 @@
 """The harness's on-device checks, which the validator and the profiler trust: the byte comparison
 (inputs left alone, two runs agree) must count every differing byte, tail included; the comparison
-with the reference must reach the host's verdict (engine/compare.py) for every output dtype
+with the reference must reach the host's verdict (engine/gpu/compare.py) for every output dtype
 and tolerance rule."""
 
 import numpy as np
 import pytest
 
-from cuda_llm.engine.compare import INT_POISON, compare_output, output_rms, poison_bits
-from cuda_llm.engine.dtypes import DTYPES
+from cuda_llm.engine.gpu.compare import INT_POISON, compare_output, output_rms, poison_bits
 from cuda_llm.engine.gpu.driver import BUFFER_ALIGNMENT
 from cuda_llm.engine.gpu.harness import Harness, compile_harness
+from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import Tolerance
 
 pytestmark = pytest.mark.gpu

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from cuda_llm.engine.compile.nvrtc import compile_in_process
-from cuda_llm.engine.dtypes import DTYPES
 from cuda_llm.engine.gpu.harness import COMPARE_DTYPES, HARNESS_SOURCE, Harness
 from cuda_llm.engine.gpu.peaks import fp16_tensor_rate
+from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import Tolerance
 
 

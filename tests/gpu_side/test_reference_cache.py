@@ -3,7 +3,7 @@ outputs stored as the comparisons read them; nothing a candidate could alter."""
 
 import numpy as np
 
-from cuda_llm.engine.compare import output_rms
+from cuda_llm.engine.gpu.compare import output_rms
 from cuda_llm.engine.gpu.reference_cache import ReferenceCache
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.reference import case_seed

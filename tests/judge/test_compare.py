@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from cuda_llm.engine.compare import HALF_POISON, INT_POISON, allowed_error, compare_output
+from cuda_llm.engine.gpu.compare import HALF_POISON, INT_POISON, allowed_error, compare_output
 from cuda_llm.engine.task.model import Tolerance
 
 ABS = Tolerance("abs", 1e-6, 1e-30)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cuda_llm.engine.errors import UserError
+from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.llm.base import RequestKey
 from cuda_llm.engine.llm.ollama_provider import OllamaProvider
 from cuda_llm.engine.llm.openai_provider import OpenAIProvider

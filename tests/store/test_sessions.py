@@ -6,9 +6,9 @@ import sqlite3
 
 import pytest
 
-from cuda_llm.engine import serialize
-from cuda_llm.engine.compare import Mismatch
 from cuda_llm.engine.contract.plan import parse_plan
+from cuda_llm.engine.core import serialize
+from cuda_llm.engine.gpu.compare import Mismatch
 from cuda_llm.engine.gpu.protocol import CaseReport, RanOn, Timing, ValidationReport
 from cuda_llm.engine.judge.judgement import Candidate, Judgement
 from cuda_llm.engine.llm.base import Completion, GenerateOptions, Message, RequestKey

@@ -12,10 +12,10 @@ import json
 from fakes.fake_gpu import FAKE_PEAKS_SLOW
 from scripted import BROKEN_KERNEL, GOOD_PLAN
 
-from cuda_llm.engine.compare import Mismatch
 from cuda_llm.engine.compile.result import CompileResult, Diagnostic, KernelResources
 from cuda_llm.engine.contract.plan import parse_plan
 from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.gpu.compare import Mismatch
 from cuda_llm.engine.gpu.protocol import CaseReport, Fault, LaunchResources, Timing, ValidationReport
 from cuda_llm.engine.judge.judgement import Candidate, Judgement, LibraryResult, RoundTiming
 from cuda_llm.engine.judge.metrics import figures

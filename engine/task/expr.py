@@ -11,7 +11,7 @@ import ast
 from collections.abc import Mapping
 from functools import lru_cache
 
-from cuda_llm.engine.errors import ExpressionError
+from cuda_llm.engine.core.errors import ExpressionError
 
 # Long enough for any real launch plan; short enough that a pathological reply cannot make the
 # parser do unbounded work.
