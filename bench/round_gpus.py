@@ -16,11 +16,11 @@ import sys
 import time
 from dataclasses import dataclass
 
-from cuda_llm.engine.contract.plan import parse_plan
 from cuda_llm.engine.judge.environment import open_environment
 from cuda_llm.engine.judge.judgement import Candidate, Compiled
 from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task import TaskLibrary
+from cuda_llm.engine.task.plan import parse_plan
 
 SCALAR = (
     'extern "C" __global__ void k(const float* a, const float* b, float* c, int n)'

@@ -10,12 +10,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from cuda_llm.engine.contract.plan import LaunchPlan, parse_plan
 from cuda_llm.engine.judge.environment import JudgeEnvironment, gpu_unavailable_reason, open_environment
 from cuda_llm.engine.judge.judgement import Candidate, Judgement
 from cuda_llm.engine.settings import Settings, ValidationSettings
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.model import Task
+from cuda_llm.engine.task.plan import LaunchPlan, parse_plan
 
 # Hung kernels are detected after this long in the tests (the default is 10 s): an endless loop
 # costs seconds of GPU time, not minutes.

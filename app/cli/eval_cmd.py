@@ -84,7 +84,7 @@ def _source(args: argparse.Namespace) -> Source:
 
 def _candidate(source: Source, judge):
     from cuda_llm.engine.contract.errors import FormatError, headline
-    from cuda_llm.engine.contract.plan import parse_plan
+    from cuda_llm.engine.task.plan import parse_plan
     from cuda_llm.engine.judge.judgement import Candidate, Judgement
 
     if source.plan_text is None:

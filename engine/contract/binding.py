@@ -18,7 +18,11 @@ from typing import TYPE_CHECKING
 
 from cuda_llm.engine.contract.errors import FormatError
 from cuda_llm.engine.contract.limits import INT_RANGES
-from cuda_llm.engine.contract.plan import (
+from cuda_llm.engine.contract.signature import KernelParam, KernelScan, KernelSignature
+from cuda_llm.engine.core.errors import ExpressionError
+from cuda_llm.engine.task import expr
+from cuda_llm.engine.task.dtypes import DTYPES, SCALAR_TYPES, ScalarType, scalar_type_of_c
+from cuda_llm.engine.task.plan import (
     BoundArg,
     BoundLaunch,
     BoundPlan,
@@ -27,10 +31,6 @@ from cuda_llm.engine.contract.plan import (
     ParamType,
     PlanArg,
 )
-from cuda_llm.engine.contract.signature import KernelParam, KernelScan, KernelSignature
-from cuda_llm.engine.core.errors import ExpressionError
-from cuda_llm.engine.task import expr
-from cuda_llm.engine.task.dtypes import DTYPES, SCALAR_TYPES, ScalarType, scalar_type_of_c
 
 if TYPE_CHECKING:  # engine.task imports engine.contract.plan: a runtime import would be a cycle
     from cuda_llm.engine.task.model import Task

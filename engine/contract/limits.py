@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from cuda_llm.engine.contract.plan import BoundPlan
 from cuda_llm.engine.core.errors import ExpressionError
 from cuda_llm.engine.task import expr
 from cuda_llm.engine.task.dtypes import DTYPES
+from cuda_llm.engine.task.plan import BoundPlan
 
 if TYPE_CHECKING:  # engine.task.model imports engine.contract.plan: a runtime import would be a cycle
     from cuda_llm.engine.task.model import SizeCase, Task

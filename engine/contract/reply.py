@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from cuda_llm.engine.contract.errors import FormatError
-from cuda_llm.engine.contract.plan import LaunchPlan, parse_plan
+from cuda_llm.engine.task.plan import LaunchPlan, parse_plan
 
 # A kernel source and its plan are a few KiB, and the compiler accepts 256 KiB of source; a
 # reply over a megabyte is a runaway generation (text repeated until the token limit), and

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cuda_llm.engine.contract.errors import FormatError
-from cuda_llm.engine.contract.plan import parse_plan
 from cuda_llm.engine.core.concurrency import gather_or_cancel
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.fsr import events as ev
@@ -34,6 +33,7 @@ from cuda_llm.engine.llm.retry import complete_with_retries
 from cuda_llm.engine.llm.spec import server_of
 from cuda_llm.engine.settings import LoopSettings
 from cuda_llm.engine.store.sessions import CandidateRecord, SessionStore, StoreError
+from cuda_llm.engine.task.plan import parse_plan
 
 
 def candidate_label(key: RequestKey) -> str:

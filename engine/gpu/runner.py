@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cuda_llm.engine.contract.limits import INT_RANGES, PlanError, device_limits, size_plan
-from cuda_llm.engine.contract.plan import BoundPlan
 from cuda_llm.engine.gpu.driver import Context, CudaError, DeviceBuffer, pack_params
 from cuda_llm.engine.gpu.protocol import DeviceInfo, LaunchResources
+from cuda_llm.engine.task.plan import BoundPlan
 
 # PlanError is the contract's (engine/contract/limits.py): the judge checks every size against the
 # same rules before a plan reaches a GPU; this module applies them again with the device's own limits.

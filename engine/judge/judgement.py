@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from cuda_llm.engine.compile.result import CompileResult
-from cuda_llm.engine.contract.plan import BoundPlan, LaunchPlan
 from cuda_llm.engine.gpu.protocol import ProgramRef, RanOn, Timing, ValidationReport
 from cuda_llm.engine.judge.metrics import Figures
+from cuda_llm.engine.task.plan import BoundPlan, LaunchPlan
 
 Status = Literal[
     "format_error",  # the reply breaks the contract (no code, bad plan, unknown kernel...)

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from cuda_llm.engine.contract.errors import FormatError
-from cuda_llm.engine.contract.plan import parse_plan
 from cuda_llm.engine.core.errors import ExpressionError, TaskFileError
 from cuda_llm.engine.settings import ValidationSettings
 from cuda_llm.engine.task import expr
 from cuda_llm.engine.task.dtypes import DTYPES, SCALAR_TYPES
 from cuda_llm.engine.task.model import BufferSpec, Roofline, ScalarSpec, SizeCase, Task, Tolerance
+from cuda_llm.engine.task.plan import parse_plan
 
 TASK_FILE = "task.toml"
 REFERENCE_FILE = "reference.py"

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from cuda_llm.engine.contract.plan import LaunchPlan
 from cuda_llm.engine.task import expr
 from cuda_llm.engine.task.dtypes import DTYPES
+from cuda_llm.engine.task.plan import LaunchPlan
 
 Category = Literal["memory", "reduction", "ai", "compute"]
 Role = Literal["input", "output"]

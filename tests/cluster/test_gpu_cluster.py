@@ -11,11 +11,11 @@ import statistics
 import pytest
 from ray_nodes import OBJECT_STORE_BYTES
 
-from cuda_llm.engine.contract.plan import parse_plan
 from cuda_llm.engine.judge.environment import gpu_unavailable_reason, open_environment
 from cuda_llm.engine.judge.judgement import Candidate, Compiled
 from cuda_llm.engine.settings import Settings, ValidationSettings
 from cuda_llm.engine.task import TaskLibrary
+from cuda_llm.engine.task.plan import parse_plan
 
 pytestmark = pytest.mark.gpu
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda_llm.engine.contract.plan import parse_plan
 from cuda_llm.engine.task.model import BufferSpec, Roofline, ScalarSpec, SizeCase, Task, Tolerance
+from cuda_llm.engine.task.plan import parse_plan
 
 TaskFactory = Callable[..., Task]
 

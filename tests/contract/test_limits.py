@@ -18,7 +18,7 @@ from cuda_llm.engine.contract.limits import (
     device_limits,
     size_plan,
 )
-from cuda_llm.engine.contract.plan import parse_plan
+from cuda_llm.engine.task.plan import parse_plan
 from cuda_llm.engine.task import TaskLibrary
 
 from .test_binding import VECTOR_ADD, bind, vadd

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from fakes.fake_gpu import FakeGpu, fake_environment
 
-from cuda_llm.engine.contract.plan import parse_plan
 from cuda_llm.engine.judge.environment import JudgeEnvironment
 from cuda_llm.engine.judge.judgement import Candidate
 from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task import TaskLibrary
+from cuda_llm.engine.task.plan import parse_plan
 
 VECTOR_ADD = TaskLibrary().get("vector_add")
 

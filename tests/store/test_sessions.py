@@ -6,7 +6,6 @@ import sqlite3
 
 import pytest
 
-from cuda_llm.engine.contract.plan import parse_plan
 from cuda_llm.engine.core import serialize
 from cuda_llm.engine.gpu.compare import Mismatch
 from cuda_llm.engine.gpu.protocol import CaseReport, RanOn, Timing, ValidationReport
@@ -15,6 +14,7 @@ from cuda_llm.engine.llm.base import Completion, GenerateOptions, Message, Reque
 from cuda_llm.engine.settings import LoopSettings
 from cuda_llm.engine.store.schema import MIGRATIONS, SCHEMA_VERSION
 from cuda_llm.engine.store.sessions import SessionStore, StoreError
+from cuda_llm.engine.task.plan import parse_plan
 
 PLAN = parse_plan({"launches": [{"kernel": "k", "grid": ["cdiv(n, 256)"], "block": [256], "args": ["x", "n"]}]})
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import dataclasses
 
 from cuda_llm.app.state import LATENCY, SessionView
-from cuda_llm.engine.contract.plan import parse_plan
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.gpu.protocol import Timing
 from cuda_llm.engine.judge.judgement import Candidate, Judgement, RoundTiming
+from cuda_llm.engine.task.plan import parse_plan
 
 PLAN = parse_plan('{"launches": [{"kernel": "k", "grid": [1], "block": [32], "args": ["x"]}]}')
 
