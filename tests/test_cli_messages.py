@@ -22,6 +22,7 @@ from session_driver import options, run_session
 from cuda_llm.app.cli import eval_cmd
 from cuda_llm.app.cli.main import EXIT_BROKEN_PIPE, main
 from cuda_llm.app.cli.output import VERDICT_CHARS
+from cuda_llm.app.cli.yardstick import library_record
 from cuda_llm.engine.gpu.library import cupy_missing
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -475,7 +476,7 @@ async def test_eval_shows_the_library_beside_the_candidate():
     assert line == (
         "library:  CuPy elementwise add: 50.0 us (IQR 1.0), 2.00x the baseline; this candidate is 1.25x of library"
     )
-    record = eval_cmd.library_record(lib, j.timing.median_us)
+    record = library_record(lib, j.timing.median_us)
     assert record["median_us"] == 50 and record["of_library"] == pytest.approx(1.25) and record["note"] is None
 
 

@@ -25,15 +25,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cuda_llm.app.cli.bench_table import BENCH_FILE, BenchRow, bench_document, compare, compare_json, dumps
 from cuda_llm.app.cli.output import print_json
 from cuda_llm.engine.core.errors import UserError
 
 REPLAY_LATEST = "replay:latest"
+# What `bench --compare A B --out DIR` writes.
+COMPARE_FILE, COMPARE_JSON = "compare.md", "compare.json"
 # How far back replay:latest looks for a task's newest session.
 REPLAY_SEARCH_SESSIONS = 10_000
 
 if TYPE_CHECKING:
+    from cuda_llm.app.cli.bench_table import BenchRow
     from cuda_llm.engine.fsr.control import Controller
 
 
@@ -168,6 +170,7 @@ _BOUND = frozenset({"compiled", "correct", "suspect", "wrong", "crashed", "timed
 
 def build_row(task: str, model: str, result, report: dict[str, Any], library, seconds: float) -> BenchRow:
     """A table row from a finished session's report (app/cli/report.py) and its library figure."""
+    from cuda_llm.app.cli.bench_table import BenchRow
     from cuda_llm.app.cli.yardstick import library_record
 
     history = [h for h in report["history"] if h["label"] != "baseline"]
@@ -317,6 +320,7 @@ async def run_bench(
 
 def document(rows: list[BenchRow], request: BenchRequest, command: list[str]) -> dict[str, Any]:
     from cuda_llm import __version__
+    from cuda_llm.app.cli.bench_table import bench_document
 
     return bench_document(rows, request.to_json(), time.strftime("%Y-%m-%d %H:%M:%S %z"), __version__, command)
 
@@ -325,6 +329,7 @@ def load_bench(path: str) -> dict[str, Any]:
     """A bench.json (or a folder holding one), checked enough to be compared or rerun."""
     import json
 
+    from cuda_llm.app.cli.bench_table import BENCH_FILE, BenchRow
     from cuda_llm.app.cli.files import read_text
 
     p = Path(path)
@@ -346,6 +351,7 @@ def load_bench(path: str) -> dict[str, Any]:
 
 
 def _write(out: str, doc: dict[str, Any], text: str) -> None:
+    from cuda_llm.app.cli.bench_table import BENCH_FILE, dumps
     from cuda_llm.app.cli.files import output_folder, write_text
 
     folder = output_folder(out)
@@ -355,11 +361,19 @@ def _write(out: str, doc: dict[str, Any], text: str) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from cuda_llm.app.cli.bench_table import compare_markdown
+    from cuda_llm.app.cli.bench_table import compare, compare_json, compare_markdown
 
     first, second = args.compare
     a, b = load_bench(first), load_bench(second)
     cmp = compare(a, b, (first, second))
+    if args.out:
+        from cuda_llm.app.cli.bench_table import dumps
+        from cuda_llm.app.cli.files import output_folder, write_text
+
+        folder = output_folder(args.out)
+        write_text(folder / COMPARE_FILE, compare_markdown(cmp, a, b))
+        write_text(folder / COMPARE_JSON, dumps(compare_json(cmp)))
+        print(f"cuda-llm: wrote {folder / COMPARE_FILE} and {folder / COMPARE_JSON}", file=sys.stderr)
     if args.json:
         print_json(compare_json(cmp))
     else:
@@ -368,7 +382,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def bench(args: argparse.Namespace, environment: EnvironmentFactory | None = None) -> int:
-    from cuda_llm.app.cli.bench_table import compare_markdown, markdown
+    from cuda_llm.app.cli.bench_table import compare, compare_json, compare_markdown, markdown
 
     if args.compare:
         if args.rerun:
@@ -412,7 +426,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="tasks to run, built-in or your own, by name or folder (default: every built-in task)",
     )
     add_session_arguments(p)
-    p.add_argument("--out", help="also write bench.md and bench.json into this folder")
+    p.add_argument(
+        "--out", help="also write bench.md and bench.json into this folder (with --compare: compare.md and .json)"
+    )
     p.add_argument("--rerun", metavar="BENCH_JSON", help="run the request a bench.json records again and compare")
     p.add_argument(
         "--compare", nargs=2, metavar=("A", "B"), help="put two bench.json files (or --out folders) side by side"

@@ -14,8 +14,6 @@ from pathlib import Path
 
 from cuda_llm.app.cli.files import STDIN, FileArgumentError, NotTextError, read_text, shown
 from cuda_llm.app.cli.output import error, print_json, split_message
-from cuda_llm.app.cli.yardstick import library_line, library_record
-from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
 
 # What is read of a file before it is judged: far above anything the judge accepts (a 1 MiB reply,
 # a 256 KiB source), so its own checks say what is wrong with a large one; a file beyond this is
@@ -84,8 +82,8 @@ def _source(args: argparse.Namespace) -> Source:
 
 def _candidate(source: Source, judge):
     from cuda_llm.engine.contract.errors import FormatError, headline
-    from cuda_llm.engine.task.plan import parse_plan
     from cuda_llm.engine.judge.judgement import Candidate, Judgement
+    from cuda_llm.engine.task.plan import parse_plan
 
     if source.plan_text is None:
         return judge.parse(source.label, source.text, origin="user")
@@ -98,6 +96,9 @@ def _candidate(source: Source, judge):
 
 
 def render(j, device: str, library=None, notes: tuple[str, ...] = ()) -> str:
+    from cuda_llm.app.cli.yardstick import library_line
+    from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
+
     lines = [f"candidate {j.label} on {device}"]
     lines += [f"note:     {n}" for n in notes]
     c = j.compile
@@ -195,6 +196,7 @@ async def _evaluate(args: argparse.Namespace) -> int:
     device = f"{env.device.name} ({env.arch})" if env.device else f"no GPU, compile-only ({env.arch})"
     notes = source.notes if source is not None else ()
     if args.json:
+        from cuda_llm.app.cli.yardstick import library_record
         from cuda_llm.engine.core import serialize
 
         print_json(
