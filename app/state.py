@@ -10,12 +10,14 @@ anything about the loop.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.gpu.protocol import Timing
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Judgement, LibraryResult
-from cuda_llm.engine.llm.base import Message, RequestKey
+from cuda_llm.engine.llm.base import Completion, Message, RequestKey
 from cuda_llm.engine.settings import LoopSettings
 
 # Candidate phases before a final status; then the judgement's status names the state.
@@ -132,6 +134,7 @@ class SessionView:
     # The best when each round's first request went out: what that round's candidates set out to
     # improve (their "parent" in the kernel pane's diff).
     round_best: dict[int, str] = field(default_factory=dict)
+    quiet: bool = False  # folding a restored history in: past events add no log lines
 
     # ---- derived -------------------------------------------------------------------------------
     @property
@@ -234,11 +237,14 @@ class SessionView:
         return c
 
     def _say(self, line: str) -> None:
-        self.log.append(line)
+        if not self.quiet:
+            self.log.append(line)
 
     def apply(self, event: ev.Event) -> set[str]:
-        handler = getattr(self, f"_on_{type(event).__name__}", None)
-        return handler(event) if handler is not None else set()
+        """Fold one engine event in; the panes to redraw. The handler is looked up by the event's
+        class (FOLDS), so renaming an event is an error at import, never a handler silently lost."""
+        fold = FOLDS.get(type(event))
+        return fold(self, event) if fold is not None else set()
 
     def _on_SessionStarted(self, e: ev.SessionStarted) -> set[str]:
         self.task, self.model, self.device, self.settings = e.task, e.model, e.device, e.settings
@@ -411,28 +417,17 @@ class SessionView:
         return {LATENCY, LOG}
 
     def _on_HistoryRestored(self, e: ev.HistoryRestored) -> set[str]:
-        """A resumed session: everything recorded before, so the panes show the whole session."""
-        for r, a, messages in e.prompts:
-            self.prompts[(r, a)] = messages
-        for rc in e.candidates:
-            c = self._candidate(rc.label, rc.round)
-            c.attempt, c.slot = rc.attempt, rc.slot
-            c.reply, c.judgement = rc.reply or "", rc.judgement
-            c.phase = "judged" if rc.judgement is not None else ("compiling" if rc.reply else "no reply")
-            c.decision, c.reason = rc.decision, rc.reason
-            if rc.judgement is not None and rc.judgement.timing is not None:
-                self.latency = [p for p in self.latency if p.label != rc.label]
-                self.latency.append(LatencyPoint(rc.round, rc.label, rc.judgement.timing.median_us))
-        best_before = BASELINE_LABEL  # what each round set out to improve: the best after the last one
-        for summary in sorted(e.rounds, key=lambda s: int(s.get("round", 0))):
-            r = int(summary.get("round", 0))
-            self.round = max(self.round, r)
-            self.round_best.setdefault(r, best_before)
-            best_before = str(summary.get("best") or best_before)
-            best_us = summary.get("best_median_us")
-            if best_us is not None:
-                self.best_by_round = [p for p in self.best_by_round if p[0] != r]
-                self.best_by_round.append((r, float(best_us)))
+        """A resumed session: everything recorded before, folded in as the live events that recorded
+        it (restored_events), so a resumed view and a live one are built by the same code."""
+        quiet, self.quiet = self.quiet, True  # the log says "restored ...", not every past event again
+        try:
+            for event in restored_events(e):
+                self.apply(event)
+        finally:
+            self.quiet = quiet
+        for c in self.candidates.values():  # a request the store holds no reply for got none
+            if c.phase == "waiting":
+                c.phase = "no reply"
         self._adopt_best(e.best)
         self.tokens_used = e.tokens_used
         if e.rounds or e.candidates:
@@ -472,3 +467,73 @@ def _ratio_ok(e: ev.AwaitingDecision) -> bool:
 
 def _with_timing(j: Judgement, timing: Timing) -> Judgement:
     return dataclasses.replace(j, timing=timing)
+
+
+# A restored candidate's verdict, folded in as a CandidateJudged of this stage: final, not a step on
+# the way to the GPU (those stages move the candidate's phase on to validating or profiling).
+RESTORED_STAGE = "restored"
+
+
+def restored_events(e: ev.HistoryRestored) -> Iterator[ev.Event]:
+    """A recorded history as the live events that would have recorded it, round by round: each
+    request's prompt, its candidates (asked, replied, judged, decided) and the round's end."""
+    sid = e.session_id
+    prompts = {(r, a): messages for r, a, messages in e.prompts}
+    by_attempt: dict[tuple[int, int], list[ev.RestoredCandidate]] = {}
+    for rc in e.candidates:
+        by_attempt.setdefault((rc.round, rc.attempt), []).append(rc)
+    summaries = {int(s.get("round", 0)): s for s in e.rounds}
+    rounds = sorted({r for r, _ in by_attempt} | {r for r, _ in prompts} | set(summaries))
+    for r in rounds:
+        for a in sorted({a for rr, a in by_attempt if rr == r} | {a for rr, a in prompts if rr == r}):
+            members = by_attempt.get((r, a), [])
+            yield ev.RoundStarted(sid, r, a, prompts.get((r, a), ()), len(members))
+            for rc in members:
+                yield ev.RequestStarted(sid, rc.label, r, a, rc.slot)
+                if rc.reply:
+                    yield ev.ReplyReceived(sid, rc.label, Completion(rc.reply, "", None, None, 0.0, None, None))
+                if rc.judgement is not None:
+                    yield ev.CandidateJudged(sid, RESTORED_STAGE, rc.judgement)
+                if rc.decision:
+                    yield ev.DecisionMade(sid, rc.label, rc.decision, rc.reason)
+        summary = summaries.get(r)
+        if summary is not None:
+            best_us = summary.get("best_median_us")
+            yield ev.RoundFinished(
+                sid,
+                r,
+                improved=bool(summary.get("improved")),
+                best_label=str(summary.get("best") or BASELINE_LABEL),
+                best_median_us=float(best_us) if best_us is not None else None,
+                best_speedup=None,
+                best_roofline_share=None,
+                tokens_used=int(summary.get("tokens_used", e.tokens_used) or 0),
+            )
+
+
+# Every engine event and the fold that takes it in. tests/tui/test_state_fold.py checks that each
+# event class the engine defines is here or in IGNORED_EVENTS.
+FOLDS: dict[type[ev.Event], Callable[[SessionView, Any], set[str]]] = {
+    ev.SessionStarted: SessionView._on_SessionStarted,
+    ev.HistoryRestored: SessionView._on_HistoryRestored,
+    ev.LibraryTimed: SessionView._on_LibraryTimed,
+    ev.RoundStarted: SessionView._on_RoundStarted,
+    ev.RequestStarted: SessionView._on_RequestStarted,
+    ev.TokensStreamed: SessionView._on_TokensStreamed,
+    ev.RequestRetrying: SessionView._on_RequestRetrying,
+    ev.ReplyReceived: SessionView._on_ReplyReceived,
+    ev.ModelFailed: SessionView._on_ModelFailed,
+    ev.CandidateJudged: SessionView._on_CandidateJudged,
+    ev.RoundProfiled: SessionView._on_RoundProfiled,
+    ev.AwaitingDecision: SessionView._on_AwaitingDecision,
+    ev.DecisionMade: SessionView._on_DecisionMade,
+    ev.BestImproved: SessionView._on_BestImproved,
+    ev.RoundFinished: SessionView._on_RoundFinished,
+    ev.SessionPaused: SessionView._on_SessionPaused,
+    ev.SessionResumed: SessionView._on_SessionResumed,
+    ev.SessionFinished: SessionView._on_SessionFinished,
+    ev.Failed: SessionView._on_Failed,
+    ev.Notice: SessionView._on_Notice,
+}
+# Engine events the view has no use for (none today): listed, so leaving one out is a decision.
+IGNORED_EVENTS: frozenset[type[ev.Event]] = frozenset()
