@@ -20,8 +20,8 @@ from pathlib import Path
 from textual.app import App, SuspendNotSupported
 
 from cuda_llm.app.state import CandidateView
-from cuda_llm.engine.contract.errors import FormatError
 from cuda_llm.engine.contract.reply import parse_reply
+from cuda_llm.engine.core.errors import FormatError
 from cuda_llm.engine.llm.base import RequestKey
 
 # Lines of a failure shown beside the kernel: the first diagnostics or mismatches say what to fix.

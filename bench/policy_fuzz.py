@@ -22,7 +22,7 @@ from pathlib import Path
 
 from cuda_llm.engine.compile import nvrtc
 from cuda_llm.engine.compile.includes import check_source_policy
-from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.core.errors import FormatError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.compile.attacks import unguarded_compile  # the test suite's, as bench.huge_reply imports its server

@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 
 from cuda_llm.engine.compile.source import check_source
-from cuda_llm.engine.contract.errors import FormatError
 from cuda_llm.engine.contract.signature import parse_kernels
+from cuda_llm.engine.core.errors import FormatError
 from cuda_llm.engine.settings import CompileSettings
 
 KERNEL = 'extern "C" __global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\n'

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from cuda_llm.engine.compile import header_macros
 from cuda_llm.engine.compile.header_macros import HeaderMacros
-from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.core.errors import FormatError
 
 # -- the allow list ------------------------------------------------------------------------------
 

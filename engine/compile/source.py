@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cuda_llm.engine.compile.includes import check_source_policy
-from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.core.errors import FormatError
 from cuda_llm.engine.settings import CompileSettings
 
 

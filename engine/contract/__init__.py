@@ -12,9 +12,9 @@ Each step raises FormatError with a message written for the model.
 """
 
 from cuda_llm.engine.contract.binding import bind_plan
-from cuda_llm.engine.contract.errors import FormatError
 from cuda_llm.engine.contract.reply import MAX_REPLY_BYTES, ParsedReply, parse_reply
 from cuda_llm.engine.contract.signature import KernelParam, KernelScan, KernelSignature, parse_kernels
+from cuda_llm.engine.core.errors import FormatError
 from cuda_llm.engine.task.plan import (
     BoundArg,
     BoundLaunch,

@@ -16,10 +16,9 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cuda_llm.engine.contract.errors import FormatError
 from cuda_llm.engine.contract.limits import INT_RANGES
 from cuda_llm.engine.contract.signature import KernelParam, KernelScan, KernelSignature
-from cuda_llm.engine.core.errors import ExpressionError
+from cuda_llm.engine.core.errors import ExpressionError, FormatError
 from cuda_llm.engine.task import expr
 from cuda_llm.engine.task.dtypes import DTYPES, SCALAR_TYPES, ScalarType, scalar_type_of_c
 from cuda_llm.engine.task.plan import (

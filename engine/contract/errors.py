@@ -1,12 +1,7 @@
-"""Format errors: a reply that breaks the contract. The message is sent back to the model as is."""
+"""How a format error (engine/core/errors.py FormatError: a reply that breaks the contract, its
+message sent back to the model as is) reads on one line."""
 
 from __future__ import annotations
-
-from cuda_llm.engine.core.errors import UserError
-
-
-class FormatError(UserError):
-    """A reply or launch plan that breaks the contract; `str()` is written for the model."""
 
 
 def headline(text: str) -> str:

@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.core.errors import FormatError
 from cuda_llm.engine.task.plan import LaunchPlan, parse_plan
 
 # A kernel source and its plan are a few KiB, and the compiler accepts 256 KiB of source; a

@@ -11,6 +11,10 @@ class UserError(Exception):
     """Something the user can fix; `str()` is the one line to show them."""
 
 
+class FormatError(UserError):
+    """A reply or launch plan that breaks the contract; `str()` is written for the model."""
+
+
 class TaskFileError(UserError):
     """A task folder that cannot be loaded. The message names the file, the field and the fault."""
 

@@ -17,9 +17,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cuda_llm.engine.contract.errors import FormatError
 from cuda_llm.engine.core.concurrency import gather_or_cancel
-from cuda_llm.engine.core.errors import UserError
+from cuda_llm.engine.core.errors import FormatError, UserError
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller, Decision, Edit
 from cuda_llm.engine.fsr.prompt import PromptBuilder, Rejection

@@ -8,8 +8,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from cuda_llm.engine.contract.errors import FormatError
-from cuda_llm.engine.core.errors import ExpressionError, TaskFileError
+from cuda_llm.engine.core.errors import ExpressionError, FormatError, TaskFileError
 from cuda_llm.engine.settings import ValidationSettings
 from cuda_llm.engine.task import expr
 from cuda_llm.engine.task.dtypes import DTYPES, SCALAR_TYPES

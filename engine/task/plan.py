@@ -11,8 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cuda_llm.engine.contract.errors import FormatError
-from cuda_llm.engine.core.errors import ExpressionError
+from cuda_llm.engine.core.errors import ExpressionError, FormatError
 from cuda_llm.engine.task import expr
 from cuda_llm.engine.task.dtypes import DTYPES
 

@@ -11,7 +11,7 @@ from cuda_llm.engine.compile.includes import (
     pragma_allowed,
 )
 from cuda_llm.engine.compile.source import check_source
-from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.core.errors import FormatError
 from cuda_llm.engine.settings import CompileSettings
 from tests.compile.attacks import ATTACKS, HARMLESS, K, attack
 

@@ -11,8 +11,7 @@ import pytest
 import pytest_asyncio
 
 from cuda_llm.engine.compile.pool import CompilerPool, PoolClosedError, compile_once
-from cuda_llm.engine.contract.errors import FormatError
-from cuda_llm.engine.core.errors import TaskFileError
+from cuda_llm.engine.core.errors import FormatError, TaskFileError
 from cuda_llm.engine.settings import CompileSettings
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.model import Task

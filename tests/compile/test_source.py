@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from cuda_llm.engine.compile.source import check_source
-from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.core.errors import FormatError
 from cuda_llm.engine.settings import CompileSettings
 from tests.compile.attacks import K
 

@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from cuda_llm.engine.contract.binding import MAX_PROBLEMS, bind_plan
-from cuda_llm.engine.contract.errors import FormatError
-from cuda_llm.engine.task.plan import BoundArg, BoundPlan, parse_plan
 from cuda_llm.engine.contract.signature import parse_kernels
+from cuda_llm.engine.core.errors import FormatError
 from cuda_llm.engine.task import TaskLibrary, load_task
 from cuda_llm.engine.task.model import Task
+from cuda_llm.engine.task.plan import BoundArg, BoundPlan, parse_plan
 
 from .conftest import TaskFactory, build_task
 

@@ -18,8 +18,8 @@ from cuda_llm.engine.contract.limits import (
     device_limits,
     size_plan,
 )
-from cuda_llm.engine.task.plan import parse_plan
 from cuda_llm.engine.task import TaskLibrary
+from cuda_llm.engine.task.plan import parse_plan
 
 from .test_binding import VECTOR_ADD, bind, vadd
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cuda_llm.engine.contract.errors import FormatError
+from cuda_llm.engine.core.errors import FormatError
 from cuda_llm.engine.task.plan import (
     MAX_ARGS,
     MAX_LAUNCHES,

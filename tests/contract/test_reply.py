@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from cuda_llm.engine.contract.errors import FormatError
 from cuda_llm.engine.contract.reply import MAX_REPLY_BYTES, parse_reply
+from cuda_llm.engine.core.errors import FormatError
 
 KERNELS = """\
 #include <cuda_fp16.h>
