@@ -31,7 +31,7 @@ from cuda_llm.app.widgets.telemetry import (
 from cuda_llm.app.widgets.text import OutsideTextFilter
 from cuda_llm.engine.fsr.session import SessionOptions
 from cuda_llm.engine.gpu.telemetry import TelemetrySample
-from cuda_llm.engine.judge.environment import JudgeEnvironment
+from cuda_llm.engine.judge.judge_environment import JudgeEnvironment
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.themes import COLORS_TCSS, DEFAULT_THEME, THEME_TITLES, THEMES, VARIABLE_DEFAULTS
 

@@ -152,7 +152,7 @@ def main() -> int:
     from cuda_llm.engine.compile.nvrtc import compile_in_process
     from cuda_llm.engine.gpu import peaks as peak_probe
     from cuda_llm.engine.gpu.driver import pack_params
-    from cuda_llm.engine.gpu.worker import WorkerState
+    from cuda_llm.engine.gpu.worker_process import WorkerState
     from cuda_llm.engine.settings import Settings
 
     state = WorkerState(0, Settings())

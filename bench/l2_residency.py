@@ -87,7 +87,7 @@ def main() -> int:
 
     from cuda_llm.engine.compile.nvrtc import compile_in_process
     from cuda_llm.engine.gpu.driver import check, pack_params
-    from cuda_llm.engine.gpu.worker import WorkerState
+    from cuda_llm.engine.gpu.worker_process import WorkerState
     from cuda_llm.engine.settings import Settings
 
     state = WorkerState(0, Settings())

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                     cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
                 except OSError:
                     continue
-                if b"cuda_llm.engine.gpu.worker" in cmdline and (w := rss_mb(child)):
+                if b"cuda_llm.engine.gpu.worker_process" in cmdline and (w := rss_mb(child)):
                     worker.append(w)
             time.sleep(SAMPLE_S)
         _out, err = proc.communicate()

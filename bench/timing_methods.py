@@ -40,7 +40,7 @@ TASK_OF = {
 
 
 async def compile_both(task, reply: Path):
-    from cuda_llm.engine.judge.environment import open_environment
+    from cuda_llm.engine.judge.judge_environment import open_environment
     from cuda_llm.engine.judge.judgement import Candidate, Compiled
     from cuda_llm.engine.settings import Settings
 
@@ -130,7 +130,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
-    from cuda_llm.engine.gpu.worker import WorkerState
+    from cuda_llm.engine.gpu.worker_process import WorkerState
     from cuda_llm.engine.settings import Settings
     from cuda_llm.engine.task import TaskLibrary
 

@@ -26,7 +26,7 @@ class CompileSettings:
     # Parallel compiles: NVRTC is single-threaded, so one process per core keeps a round fast;
     # four covers a round of four candidates.
     max_workers: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
-    # Memory cap of a compiler process (RLIMIT_DATA; engine/compile/worker.py says why not
+    # Memory cap of a compiler process (RLIMIT_DATA; engine/compile/compiler_process.py says why not
     # RLIMIT_AS). The heaviest allowed headers (cooperative_groups + cuda/barrier) peak at
     # 0.6 GiB; a template or macro bomb grows without bound, and with this cap NVRTC stops with
     # "out of memory" instead of taking the machine down. Four workers at the cap still fit a

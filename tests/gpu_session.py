@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cuda_llm.engine.judge.environment import JudgeEnvironment, gpu_unavailable_reason, open_environment
+from cuda_llm.engine.judge.judge_environment import JudgeEnvironment, gpu_unavailable_reason, open_environment
 from cuda_llm.engine.judge.judgement import Candidate, Judgement
 from cuda_llm.engine.settings import Settings, ValidationSettings
 from cuda_llm.engine.task import TaskLibrary

@@ -170,4 +170,4 @@ def test_the_judgement_data_imports_no_judging():
     for name in ("judgement.py", "metrics.py"):
         imported = _imports(ENGINE / "judge" / name)
         assert not {n for n in imported if n.startswith(("cuda_llm.engine.judge.judge", "cuda_llm.engine.fsr"))}
-        assert not {n for n in imported if n.startswith("cuda_llm.engine.judge.environment")}
+        assert not {n for n in imported if n.startswith("cuda_llm.engine.judge.judge_environment")}

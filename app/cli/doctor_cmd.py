@@ -107,7 +107,7 @@ def check_compiler(arch: str) -> list[Check]:
 async def check_sandbox(settings: CompileSettings | None = None) -> Check:
     """Whether the compiler processes are shut in (engine/compile/sandbox.py): a hostile reply that
     got past the include policy could otherwise make the compiler read the host's files."""
-    from cuda_llm.engine.compile.pool import CompilerPool
+    from cuda_llm.engine.compile.compiler_pool import CompilerPool
 
     try:
         async with CompilerPool(settings, workers=1) as pool:
@@ -128,7 +128,7 @@ async def check_sandbox(settings: CompileSettings | None = None) -> Check:
 async def check_gpu() -> tuple[list[Check], str | None]:
     from cuda_llm.engine.gpu.client import GpuUnavailable, GpuWorker
     from cuda_llm.engine.gpu.peaks import load_cached
-    from cuda_llm.engine.judge.environment import gpu_unavailable_reason
+    from cuda_llm.engine.judge.judge_environment import gpu_unavailable_reason
     from cuda_llm.engine.settings import Settings
 
     reason = gpu_unavailable_reason()

@@ -188,7 +188,7 @@ class GpuActor(_OnNode):
 
 
 class CompilerActor(_OnNode):
-    """A warm NVRTC process (engine/compile/pool.py) on one CPU of the cluster, sandboxed or not used."""
+    """A warm NVRTC process (engine/compile/compiler_pool.py) on one CPU of the cluster, sandboxed or not used."""
 
     def __init__(self, expected_version: str, settings_blob: bytes) -> None:
         super().__init__(expected_version, settings_blob)
@@ -199,7 +199,7 @@ class CompilerActor(_OnNode):
         if self.problem is not None:
             return self.refusal(self.problem)
         if self.pool is None:
-            from cuda_llm.engine.compile.pool import CompilerPool
+            from cuda_llm.engine.compile.compiler_pool import CompilerPool
 
             pool = CompilerPool(self.settings.compile, workers=1)
             try:

@@ -29,7 +29,7 @@ class ClusterSettings:
     # has not crossed the network after this much more is treated as lost: the job runs elsewhere.
     job_slack_s: float = 60.0
     # Compiler actors on the cluster's CPUs, for the compiles a round starts beyond the driver's own
-    # compiler processes (engine/compile/pool.py); each holds one CPU of the cluster and one warm,
+    # compiler processes (engine/compile/compiler_pool.py); each holds one CPU of the cluster and one warm,
     # sandboxed NVRTC process. 0: compile on the driver only.
     remote_compilers: int = 4
     # A task folder is a few KiB of TOML, Python and CUDA; anything near this is not a task folder

@@ -5,6 +5,7 @@ Importing this package loads no NVRTC: the compiler processes do, and the engine
 check does, to find the headers whose macros it checks (header_macros.py); it compiles nothing.
 """
 
+from cuda_llm.engine.compile.compiler_pool import CompilerPool, PoolClosedError, compile_once
 from cuda_llm.engine.compile.includes import (
     ALLOWED_HEADER_FAMILIES,
     ALLOWED_HEADERS,
@@ -16,7 +17,6 @@ from cuda_llm.engine.compile.includes import (
 )
 from cuda_llm.engine.compile.log import parse_diagnostics, parse_ptxas
 from cuda_llm.engine.compile.nvrtc import compile_in_process
-from cuda_llm.engine.compile.pool import CompilerPool, PoolClosedError, compile_once
 from cuda_llm.engine.compile.ptx import device_globals, precision_hints, ptx_entries
 from cuda_llm.engine.compile.result import (
     CANDIDATE_FILE,

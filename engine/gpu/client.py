@@ -100,7 +100,7 @@ class GpuWorker:
             self._proc = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                "cuda_llm.engine.gpu.worker",
+                "cuda_llm.engine.gpu.worker_process",
                 "--printf-log",
                 str(self.printf_path),
                 stdin=asyncio.subprocess.PIPE,

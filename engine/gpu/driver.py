@@ -1,7 +1,7 @@
 """A thin, typed layer over `cuda.bindings.driver`: the calls the GPU worker makes, with errors
 turned into `CudaError` carrying the driver's error name.
 
-Runs only inside the worker process (engine/gpu/worker.py). It sticks to driver calls that exist in
+Runs only inside the worker process (engine/gpu/worker_process.py). It sticks to driver calls that exist in
 cuda-bindings 13.0 through the newest, so it runs on the GPU image's older stack as well.
 """
 

@@ -39,8 +39,8 @@ from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task.model import Task
 
 if TYPE_CHECKING:  # the pool and the worker are passed in; importing them here would pull in NVRTC
-    from cuda_llm.engine.compile.pool import CompilerPool
-    from cuda_llm.engine.gpu.pool import GpuPool
+    from cuda_llm.engine.compile.compiler_pool import CompilerPool
+    from cuda_llm.engine.gpu.gpu_pool import GpuPool
 
 
 # A profiling session interrupted by something no candidate did (the worker was killed, the GPU
@@ -234,7 +234,7 @@ class Judge:
         judged = tuple(j for part in parts for j in part.judgements)
         anchors = {k: v for part in parts for k, v in part.anchors.items()}
         notes = tuple(n for part in parts for n in part.notes)
-        # GPUs a cluster lost or got back since the last round (engine/cluster/pool.py).
+        # GPUs a cluster lost or got back since the last round (engine/cluster/cluster_pool.py).
         take_events = getattr(self.gpu, "take_events", None)
         if take_events is not None:
             notes += tuple(take_events())

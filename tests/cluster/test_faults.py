@@ -16,7 +16,7 @@ from ray_nodes import require_ray, start_cluster
 from scripted import chunked, reply
 from session_driver import Recorder, options, run_session
 
-from cuda_llm.engine.cluster.environment import open_cluster_environment
+from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
 from cuda_llm.engine.cluster.settings import ClusterSettings
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.gpu.client import GpusLost

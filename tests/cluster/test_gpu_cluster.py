@@ -11,7 +11,7 @@ import statistics
 import pytest
 from ray_nodes import OBJECT_STORE_BYTES
 
-from cuda_llm.engine.judge.environment import gpu_unavailable_reason, open_environment
+from cuda_llm.engine.judge.judge_environment import gpu_unavailable_reason, open_environment
 from cuda_llm.engine.judge.judgement import Candidate, Compiled
 from cuda_llm.engine.settings import Settings, ValidationSettings
 from cuda_llm.engine.task import TaskLibrary
@@ -77,7 +77,7 @@ async def local_round(settings):
 async def test_the_cluster_path_times_as_the_local_one_and_crashes_stay_in_the_worker(settings):
     from ray.cluster_utils import Cluster
 
-    from cuda_llm.engine.cluster.environment import open_cluster_environment
+    from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
     from cuda_llm.engine.cluster.settings import ClusterSettings
 
     before, uuid = await local_round(settings)

@@ -17,12 +17,12 @@ from cuda_llm.app.config import AppConfig, load_config, save_config
 from cuda_llm.app.options import Choices, Defaults, new_session, resume_session
 from cuda_llm.app.tui_args import parse_tui
 from cuda_llm.engine.cluster.bundle import TaskBundle, pack_task, unpack_task
+from cuda_llm.engine.cluster.cluster_environment import choose_model
 from cuda_llm.engine.cluster.connection import ClusterError
-from cuda_llm.engine.cluster.environment import choose_model
 from cuda_llm.engine.cluster.fleet import Fleet, Member
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.gpu.protocol import RanOn
-from cuda_llm.engine.judge.environment import open_environment
+from cuda_llm.engine.judge.judge_environment import open_environment
 from cuda_llm.engine.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

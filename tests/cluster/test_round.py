@@ -18,12 +18,12 @@ from ray_nodes import add_gpu_node
 from scripted import GOOD_KERNEL, chunked, reply
 from session_driver import options, run_session
 
+from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
 from cuda_llm.engine.cluster.connection import ClusterError
-from cuda_llm.engine.cluster.environment import open_cluster_environment
 from cuda_llm.engine.cluster.settings import ClusterSettings
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.gpu.protocol import ValidationReport
-from cuda_llm.engine.judge.environment import gpu_unavailable_reason
+from cuda_llm.engine.judge.judge_environment import gpu_unavailable_reason
 from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task import TaskLibrary
 
@@ -212,7 +212,7 @@ async def test_the_users_own_task_reaches_the_nodes_through_ray(ray_cluster, tmp
 async def test_compiles_beyond_the_drivers_processes_go_to_the_cluster(ray_cluster):
     from cuda_llm.engine.cluster.compiler import ClusterCompiler
     from cuda_llm.engine.cluster.connection import connect
-    from cuda_llm.engine.compile.pool import CompilerPool
+    from cuda_llm.engine.compile.compiler_pool import CompilerPool
 
     connection = await connect(ray_cluster.address)
     compiler = ClusterCompiler(CompilerPool(Settings().compile, workers=1))

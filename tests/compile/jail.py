@@ -6,7 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 
-from cuda_llm.engine.compile import worker
+from cuda_llm.engine.compile import compiler_process as worker
 from cuda_llm.engine.compile.result import CompileResult
 from cuda_llm.engine.settings import CompileSettings
 

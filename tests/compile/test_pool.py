@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from cuda_llm.engine.compile.pool import CompilerPool, PoolClosedError, compile_once
+from cuda_llm.engine.compile.compiler_pool import CompilerPool, PoolClosedError, compile_once
 from cuda_llm.engine.core.errors import FormatError, TaskFileError
 from cuda_llm.engine.settings import CompileSettings
 from cuda_llm.engine.task import TaskLibrary

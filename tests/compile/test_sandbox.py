@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda_llm.engine.compile.pool import CompilerPool
+from cuda_llm.engine.compile.compiler_pool import CompilerPool
 from cuda_llm.engine.compile.result import CompileResult
 from cuda_llm.engine.compile.sandbox import landlock_abi
 from cuda_llm.engine.settings import CompileSettings
@@ -193,7 +193,7 @@ async def test_the_pool_says_whether_its_processes_are_jailed():
 async def test_an_unjailed_compiler_is_announced_loudly():
     """Where no jail works, `doctor` and every session's notice say so (here: switched off)."""
     from cuda_llm.app.cli.doctor_cmd import check_sandbox
-    from cuda_llm.engine.judge.environment import sandbox_warning
+    from cuda_llm.engine.judge.judge_environment import sandbox_warning
 
     pool = CompilerPool(CompileSettings(sandbox=()), workers=1)
     try:

@@ -13,7 +13,7 @@ import asyncio
 import re
 from dataclasses import dataclass, field
 
-from cuda_llm.engine.compile.pool import CompilerPool
+from cuda_llm.engine.compile.compiler_pool import CompilerPool
 from cuda_llm.engine.gpu.compare import Mismatch
 from cuda_llm.engine.gpu.library import LIBRARY_LABEL, cupy_missing, library_name
 from cuda_llm.engine.gpu.protocol import (
@@ -27,7 +27,7 @@ from cuda_llm.engine.gpu.protocol import (
     Timing,
     ValidationReport,
 )
-from cuda_llm.engine.judge.environment import JudgeEnvironment
+from cuda_llm.engine.judge.judge_environment import JudgeEnvironment
 from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task.model import Task
 

@@ -76,7 +76,7 @@ def l2_bench(gpu):
     Every program is timed as a candidate (events, one run a sample, the flush before each), never as
     a graph of replays, which would leave the L2 warm between replays by design."""
     from cuda_llm.engine.gpu import profile as prof
-    from cuda_llm.engine.gpu.worker import WorkerState
+    from cuda_llm.engine.gpu.worker_process import WorkerState
 
     base = gpu.task("vector_add")
     case = SizeCase(f"l2-resident n={N}", (("n", N),), 1, is_timing=True)

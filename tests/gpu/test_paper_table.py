@@ -11,7 +11,7 @@ import pytest
 
 from bench import paper_table
 from cuda_llm.engine.gpu.library import cupy_missing
-from cuda_llm.engine.judge.environment import gpu_unavailable_reason
+from cuda_llm.engine.judge.judge_environment import gpu_unavailable_reason
 
 pytestmark = pytest.mark.gpu
 

@@ -51,7 +51,7 @@ def test_placements_stay_within_their_share_of_free_memory(gpu, copies_that_fit,
 
     from cuda_llm.engine.gpu import profile as prof
     from cuda_llm.engine.gpu.validate import BufferSet
-    from cuda_llm.engine.gpu.worker import WorkerState
+    from cuda_llm.engine.gpu.worker_process import WorkerState
 
     task = gpu.task("vector_add")
     compiled = _compiled(gpu, "vector_add")

@@ -16,9 +16,9 @@ import multiprocessing
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 
+from cuda_llm.engine.compile.compiler_process import CompilerProcess
 from cuda_llm.engine.compile.result import CompileResult
 from cuda_llm.engine.compile.source import CheckedSource, check_source
-from cuda_llm.engine.compile.worker import CompilerProcess
 from cuda_llm.engine.settings import CompileSettings
 
 

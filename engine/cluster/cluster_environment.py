@@ -1,5 +1,5 @@
 """The judge environment of a session on a Ray cluster: the GPUs of one model, the compiler, the
-connection. engine/judge/environment.py opens it when `--cluster` is given."""
+connection. engine/judge/judge_environment.py opens it when `--cluster` is given."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cuda_llm.engine.cluster.cluster_pool import ClusterGpuPool, TaskShipper
 from cuda_llm.engine.cluster.compiler import ClusterCompiler
 from cuda_llm.engine.cluster.connection import ClusterConnection, ClusterError, connect
 from cuda_llm.engine.cluster.fleet import Fleet, Member, WorkerFactory, kill, start_fleet
-from cuda_llm.engine.cluster.pool import ClusterGpuPool, TaskShipper
 from cuda_llm.engine.cluster.settings import ClusterSettings
-from cuda_llm.engine.compile.pool import CompilerPool
-from cuda_llm.engine.judge.environment import JudgeEnvironment
+from cuda_llm.engine.compile.compiler_pool import CompilerPool
+from cuda_llm.engine.judge.judge_environment import JudgeEnvironment
 from cuda_llm.engine.settings import Settings
 
 

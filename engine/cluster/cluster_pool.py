@@ -1,4 +1,4 @@
-"""The GpuPool interface (engine/gpu/pool.py) over GPU actors of a Ray cluster.
+"""The GpuPool interface (engine/gpu/gpu_pool.py) over GPU actors of a Ray cluster.
 
 Validations go to whichever GPU is free; a round's timing is split across the GPUs by the Judge, each
 group timed with its own baseline on one GPU, as on one machine. What is new is that GPUs come and

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from cuda_llm.engine.compile.pool import CompilerPool
+from cuda_llm.engine.compile.compiler_pool import CompilerPool
 from cuda_llm.engine.gpu.client import GpuUnavailable
-from cuda_llm.engine.gpu.pool import GpuPool, parse_gpu_list, visible_gpu_count
+from cuda_llm.engine.gpu.gpu_pool import GpuPool, parse_gpu_list, visible_gpu_count
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks
 from cuda_llm.engine.judge.judge import Judge
 from cuda_llm.engine.settings import Settings
@@ -138,7 +138,7 @@ async def open_environment(
     of the environment says what a user should know first (compile-only, an unsandboxed compiler...)."""
     if cluster and not compile_only:
         # Imported only here: without --cluster nothing imports Ray (an optional extra).
-        from cuda_llm.engine.cluster.environment import open_cluster_environment
+        from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
 
         env: JudgeEnvironment = await open_cluster_environment(
             settings, cluster, arch, str(gpus) if gpus is not None else None
