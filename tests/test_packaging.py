@@ -156,7 +156,7 @@ def test_lower_layers_do_not_import_the_loop_the_judge_or_the_commands(layer):
     path = ENGINE / layer
     forbidden = ("cuda_llm.engine.fsr", "cuda_llm.app.cli", "cuda_llm.engine.judge", "cuda_llm.engine.llm.spec")
     # The store records judgements: it may read their data types (judgement.py and what it holds),
-    # never the judging itself (judge.py, environment.py).
+    # never the judging itself (judge.py, judge_environment.py).
     allowed = ("cuda_llm.engine.judge.judgement",) if layer == "store" else ()
     if path.is_file():
         found = [f"{layer} imports {n}" for n in _imports(path) if n.startswith(forbidden)]

@@ -10,9 +10,9 @@ package imports it, and this package is imported only when a cluster is asked fo
     bundle.py       a task folder packed for the object store, unpacked on a node
     actors.py       the actor that owns one GPU's worker process; the compiler actor
     fleet.py        starting one actor per GPU; refusing nodes that cannot judge
-    pool.py         the GpuPool interface over the actors; faults re-queue, lost GPUs come back
+    cluster_pool.py the GpuPool interface over the actors; faults re-queue, lost GPUs come back
     compiler.py     compiling on the driver, overflow to compiler actors on the cluster's CPUs
-    environment.py  the JudgeEnvironment a session judges in
+    cluster_environment.py  the JudgeEnvironment a session judges in
     bench.py        `bench --cluster`: each task's session on a GPU of its own
     doctor.py       what `doctor --cluster` reports
 """
