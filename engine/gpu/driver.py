@@ -15,6 +15,8 @@ from typing import Any
 
 from cuda.bindings import driver as cu
 
+from cuda_llm.engine.gpu.arena import DeviceArena
+
 # After these the CUDA context is unusable for the rest of the process (measured: even a primary
 # context reset does not recover it), so the worker reports the fault and exits.
 STICKY_ERRORS = frozenset(
@@ -114,6 +116,13 @@ def driver_available() -> str | None:
 BUFFER_ALIGNMENT = 2 * 1024 * 1024
 
 
+# Freed device memory a worker keeps for reuse (engine/gpu/arena.py), as a share of the GPU's memory:
+# the heaviest round (a timing size's buffers on 4 placements for 10 programs, under the profiler's
+# placement_memory_share of the free memory, plus validation's buffers) fits, and the other half of
+# the GPU stays free for other processes. Idle buffers count as free memory for the profiler.
+IDLE_MEMORY_SHARE = 0.5
+
+
 def allocated_bytes(nbytes: int) -> int:
     """Device memory Context.alloc takes for a buffer of `nbytes` (alignment slack included)."""
     return max(nbytes, 4) + BUFFER_ALIGNMENT
@@ -140,6 +149,15 @@ class Context:
         # GPUs without a persisting L2 refuse the limit; there is nothing to reset on them.
         with contextlib.suppress(CudaError):
             check(cu.cuCtxSetLimit(cu.CUlimit.CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0), "cuCtxSetLimit")
+        # Freed buffers are kept (wiped) for the next request of their size: engine/gpu/arena.py.
+        self.arena: DeviceArena[DeviceBuffer] = DeviceArena(
+            self._alloc_new,
+            self._free_now,
+            self._wipe,
+            allocated_bytes,
+            int(self.total_memory() * IDLE_MEMORY_SHARE),
+            lambda exc: isinstance(exc, CudaError) and exc.name == "CUDA_ERROR_OUT_OF_MEMORY",
+        )
 
     # ---- device properties -------------------------------------------------------------
     def attribute(self, name: str) -> int:
@@ -167,19 +185,33 @@ class Context:
         return int(check(cu.cuDeviceTotalMem(self.device), "cuDeviceTotalMem"))
 
     def free_memory(self) -> int:
+        """Device memory free for this worker: the driver's free memory and the arena's idle buffers."""
         free, _total = check(cu.cuMemGetInfo(), "cuMemGetInfo")
-        return int(free)
+        return int(free) + self.arena.idle_bytes
 
     # ---- memory ----------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> DeviceBuffer:
+        """A buffer of `nbytes`: an idle one of that size (wiped when it was freed), else a new one."""
+        return self.arena.take(nbytes)
+
+    def free(self, buf: DeviceBuffer) -> None:
+        """Wipe the buffer and keep it for the next request of its size (stream-ordered: work queued
+        on it before finishes first)."""
+        self.arena.give(buf)
+
+    def _alloc_new(self, nbytes: int) -> DeviceBuffer:
         # Zero-byte buffers still need a distinct, valid pointer. The slack lets the buffer start
         # on an aligned address whatever the driver returns.
         base = int(check(cu.cuMemAlloc(allocated_bytes(nbytes)), "cuMemAlloc"))
         ptr = -(-base // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT
         return DeviceBuffer(ptr, nbytes, base)
 
-    def free(self, buf: DeviceBuffer) -> None:
+    def _free_now(self, buf: DeviceBuffer) -> None:
         check(cu.cuMemFree(buf.base or buf.ptr), "cuMemFree")
+
+    def _wipe(self, buf: DeviceBuffer) -> None:
+        # The whole allocation, the alignment slack around the buffer included.
+        self.zero(buf.base or buf.ptr, allocated_bytes(buf.nbytes) if buf.base else buf.nbytes)
 
     def pin(self, host: Any) -> bool:
         """Page-lock a host array, so copies to and from it go by DMA at the link's speed instead of
