@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cuda_llm.engine.terminal import has_controls, terminal_safe, without_controls
+from cuda_llm.app.terminal import has_controls, terminal_safe, without_controls
 
 
 @pytest.mark.parametrize(

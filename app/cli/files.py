@@ -80,10 +80,10 @@ def output_folder(path: str | Path) -> Path:
 
 def write_text(path: Path, text: str) -> None:
     """Write a file for people to read (an export, a report, a table): every control and invisible
-    format character in it is written as a visible escape (engine/terminal.py), since `cat` of the
+    format character in it is written as a visible escape (app/terminal.py), since `cat` of the
     file is a screen. In C source an escape stays what it was: it is the same character in a string
     literal and nothing in a comment; JSON escapes its own."""
-    from cuda_llm.engine.terminal import terminal_safe
+    from cuda_llm.app.terminal import terminal_safe
 
     try:
         path.write_text(terminal_safe(text), encoding="utf-8")

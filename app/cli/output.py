@@ -10,12 +10,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from cuda_llm.engine.terminal import terminal_safe
+from cuda_llm.app.terminal import terminal_safe
 
 
 class TerminalSafe(io.TextIOBase):
     """A text stream that shows every control character written to it as a visible escape
-    (engine/terminal.py). The headless commands print text that came from outside (replies, compiler
+    (app/terminal.py). The headless commands print text that came from outside (replies, compiler
     logs, server errors); wrapped at the output layer, none of it can act on the terminal, whichever
     command prints it. JSON output is unchanged: json.dumps escapes control characters itself."""
 

@@ -14,9 +14,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from cuda_llm.app.editing import EditResult, compose_reply
+from cuda_llm.app.terminal import terminal_safe
 from cuda_llm.app.widgets.cuda import release, use_cuda
 from cuda_llm.app.widgets.text import plain, set_text
-from cuda_llm.engine.terminal import terminal_safe
 
 __all__ = [
     "ConfirmScreen",

@@ -8,7 +8,7 @@ import textwrap
 from textual.widgets import Log
 
 from cuda_llm.app.state import SessionView
-from cuda_llm.engine.terminal import terminal_safe
+from cuda_llm.app.terminal import terminal_safe
 
 MAX_LINES = 5000
 MIN_WRAP = 20  # narrower than this, lines are left as they are (the pane is being laid out)

@@ -16,11 +16,11 @@ from textual.widget import Widget
 from textual.widgets import Static, TabbedContent, TabPane, Tabs, TextArea
 
 from cuda_llm.app.state import CandidateView, SessionView
+from cuda_llm.app.terminal import terminal_safe
 from cuda_llm.app.widgets.cuda import load_source, use_cuda
 from cuda_llm.app.widgets.text import set_text
 from cuda_llm.engine.judge.judgement import Judgement
 from cuda_llm.engine.task.plan import LaunchPlan
-from cuda_llm.engine.terminal import terminal_safe
 
 _CUDA_BLOCK = re.compile(r"```(?:cuda|cu|c\+\+|cpp)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
 _JSON_BLOCK = re.compile(r"```json[ \t]*\n(.*?)(?:```|\Z)", re.S)

@@ -10,8 +10,8 @@ from textual.widget import Widget
 from textual.widgets import Log, Static
 
 from cuda_llm.app.state import SessionView
+from cuda_llm.app.terminal import terminal_safe
 from cuda_llm.app.widgets.text import set_text
-from cuda_llm.engine.terminal import terminal_safe
 
 # Prompts run to hundreds of lines; a reply is cut at max_tokens. Both fit well inside this.
 MAX_LINES = 20_000

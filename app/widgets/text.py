@@ -2,7 +2,7 @@
 
 Two rules hold for every such text: it is never read as markup (a task summary's `x[i]` is an index,
 not a style tag), and no control character in it reaches the terminal (a reply's `ESC ] 0 ;` would
-retitle the window; engine/terminal.py shows them as visible escapes instead). `plain()` does both;
+retitle the window; app/terminal.py shows them as visible escapes instead). `plain()` does both;
 `set_text` updates a Static only when its text changes (an update re-lays out an auto-sized widget,
 and under a streaming session most updates would repeat what is already shown). Behind both,
 `OutsideTextFilter`, the last filter every rendered line passes, removes any control character a
@@ -17,7 +17,7 @@ from textual.color import Color
 from textual.filter import LineFilter
 from textual.widgets import Static
 
-from cuda_llm.engine.terminal import has_controls, terminal_safe, without_controls
+from cuda_llm.app.terminal import has_controls, terminal_safe, without_controls
 
 
 class OutsideTextFilter(LineFilter):
