@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from cuda_llm.engine.core.settings import LoopSettings
 from cuda_llm.engine.fsr.session import SessionOptions
-from cuda_llm.engine.settings import LoopSettings
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from cuda_llm.engine.core.settings import LoopSettings
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.gpu.protocol import Timing
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Judgement, LibraryResult
 from cuda_llm.engine.llm.base import Completion, Message, RequestKey
-from cuda_llm.engine.settings import LoopSettings
 
 # Candidate phases before a final status; then the judgement's status names the state.
 PHASES = ("waiting", "streaming", "compiling", "validating", "profiling", "no reply")

@@ -150,10 +150,10 @@ def main() -> int:
     args = parser.parse_args()
 
     from cuda_llm.engine.compile.nvrtc import compile_in_process
+    from cuda_llm.engine.core.settings import Settings
     from cuda_llm.engine.gpu import peaks as peak_probe
     from cuda_llm.engine.gpu.driver import pack_params
     from cuda_llm.engine.gpu.worker_process import WorkerState
-    from cuda_llm.engine.settings import Settings
 
     state = WorkerState(0, Settings())
     ctx, info, harness = state.ctx, state.info, state.harness

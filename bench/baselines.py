@@ -15,9 +15,9 @@ import sys
 import time
 from pathlib import Path
 
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.judge.judge_environment import open_environment
 from cuda_llm.engine.judge.metrics import figures
-from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task import TaskLibrary
 
 

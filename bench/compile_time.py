@@ -15,7 +15,7 @@ import time
 
 from cuda_llm.engine.compile import CompilerPool, compile_once
 from cuda_llm.engine.compile.nvrtc import compile_in_process, nvrtc_version
-from cuda_llm.engine.settings import CompileSettings
+from cuda_llm.engine.core.settings import CompileSettings
 from cuda_llm.engine.task import TaskLibrary
 
 

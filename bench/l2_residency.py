@@ -86,9 +86,9 @@ def main() -> int:
     from cuda.bindings import driver as cu
 
     from cuda_llm.engine.compile.nvrtc import compile_in_process
+    from cuda_llm.engine.core.settings import Settings
     from cuda_llm.engine.gpu.driver import check, pack_params
     from cuda_llm.engine.gpu.worker_process import WorkerState
-    from cuda_llm.engine.settings import Settings
 
     state = WorkerState(0, Settings())
     ctx, info, harness = state.ctx, state.info, state.harness

@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.judge.judge_environment import open_environment
 from cuda_llm.engine.judge.judgement import Candidate, Compiled
-from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task import TaskLibrary
 
 # The padding before each placement is a different number of 2 MiB pages, so successive

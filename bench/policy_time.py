@@ -21,7 +21,7 @@ from collections.abc import Callable
 from cuda_llm.engine.compile.source import check_source
 from cuda_llm.engine.contract.signature import parse_kernels
 from cuda_llm.engine.core.errors import FormatError
-from cuda_llm.engine.settings import CompileSettings
+from cuda_llm.engine.core.settings import CompileSettings
 
 KERNEL = 'extern "C" __global__ void k(float* a) { a[threadIdx.x] = 1.0f; }\n'
 

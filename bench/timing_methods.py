@@ -40,9 +40,9 @@ TASK_OF = {
 
 
 async def compile_both(task, reply: Path):
+    from cuda_llm.engine.core.settings import Settings
     from cuda_llm.engine.judge.judge_environment import open_environment
     from cuda_llm.engine.judge.judgement import Candidate, Compiled
-    from cuda_llm.engine.settings import Settings
 
     settings = Settings()
     env = await open_environment(settings, compile_only=True)
@@ -130,8 +130,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
+    from cuda_llm.engine.core.settings import Settings
     from cuda_llm.engine.gpu.worker_process import WorkerState
-    from cuda_llm.engine.settings import Settings
     from cuda_llm.engine.task import TaskLibrary
 
     library = TaskLibrary()

@@ -451,8 +451,8 @@ def test_doctor_lists_the_models_of_both_servers(tmp_path, capsys, llm_server):
 
 
 async def _judged_on_the_fake_gpu(library_us: float | None, task: str = "vector_add"):
+    from cuda_llm.engine.core.settings import Settings
     from cuda_llm.engine.judge.judgement import Candidate
-    from cuda_llm.engine.settings import Settings
     from cuda_llm.engine.task import TaskLibrary
 
     env = fake_environment(FakeGpu(library_us=library_us))

@@ -66,7 +66,7 @@ class BenchRequest:
 
     def loop_settings(self):
         from cuda_llm.engine.core import serialize
-        from cuda_llm.engine.settings import LoopSettings
+        from cuda_llm.engine.core.settings import LoopSettings
 
         return serialize.load(LoopSettings, self.loop) if self.loop else LoopSettings()
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from cuda_llm.app.cli.output import print_json
 
 if TYPE_CHECKING:
-    from cuda_llm.engine.settings import CompileSettings
+    from cuda_llm.engine.core.settings import CompileSettings
 
 # How long a model server gets to answer before it is reported unreachable.
 SERVER_PROBE_TIMEOUT_S = 3.0
@@ -126,10 +126,10 @@ async def check_sandbox(settings: CompileSettings | None = None) -> Check:
 
 
 async def check_gpu() -> tuple[list[Check], str | None]:
+    from cuda_llm.engine.core.settings import Settings
     from cuda_llm.engine.gpu.client import GpuUnavailable, GpuWorker
     from cuda_llm.engine.gpu.peaks import load_cached
     from cuda_llm.engine.judge.judge_environment import gpu_unavailable_reason
-    from cuda_llm.engine.settings import Settings
 
     reason = gpu_unavailable_reason()
     if reason:

@@ -89,8 +89,8 @@ def loop_overrides(args: argparse.Namespace) -> dict[str, object]:
 def loop_settings(args: argparse.Namespace):
     import dataclasses
 
+    from cuda_llm.engine.core.settings import LoopSettings
     from cuda_llm.engine.llm.base import GenerateOptions
-    from cuda_llm.engine.settings import LoopSettings
 
     gen = GenerateOptions()
     gen_changes = {

@@ -21,8 +21,8 @@ from cuda_llm.engine.cluster.connection import ClusterError, connect
 from cuda_llm.engine.cluster.fleet import Member, WorkerFactory, kill, start_fleet
 from cuda_llm.engine.cluster.settings import ClusterSettings
 from cuda_llm.engine.compile.compiler_pool import CompilerPool
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.judge.judge_environment import sandbox_warning
-from cuda_llm.engine.settings import Settings
 
 # How often a task waiting for a GPU checks whether any is left at all.
 LEASE_POLL_S = 5.0

@@ -13,8 +13,8 @@ from cuda_llm.engine.cluster.connection import ClusterConnection, ClusterError, 
 from cuda_llm.engine.cluster.fleet import Fleet, Member, WorkerFactory, kill, start_fleet
 from cuda_llm.engine.cluster.settings import ClusterSettings
 from cuda_llm.engine.compile.compiler_pool import CompilerPool
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.judge.judge_environment import JudgeEnvironment
-from cuda_llm.engine.settings import Settings
 
 
 @dataclass

@@ -24,9 +24,9 @@ from cuda_llm.engine.cluster.bundle import ShippedTask, pack_task
 from cuda_llm.engine.cluster.connection import connected
 from cuda_llm.engine.cluster.fleet import Member, kill, ray_error_line
 from cuda_llm.engine.cluster.settings import ClusterSettings
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.client import GpusLost, GpuUnavailable, GpuWorker, ProfileFailure
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Fault, Peaks, ProfileReport, ProgramRef, ValidationReport
-from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task.model import Task
 
 

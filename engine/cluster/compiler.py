@@ -21,7 +21,7 @@ from cuda_llm.engine.cluster.connection import connected
 from cuda_llm.engine.compile.compiler_pool import CompilerPool
 from cuda_llm.engine.compile.result import CompileResult
 from cuda_llm.engine.compile.source import CheckedSource, check_source
-from cuda_llm.engine.settings import Settings
+from cuda_llm.engine.core.settings import Settings
 
 
 class ClusterCompiler:

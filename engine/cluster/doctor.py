@@ -6,7 +6,7 @@ from __future__ import annotations
 from importlib import metadata
 
 from cuda_llm.engine.cluster import ray_missing
-from cuda_llm.engine.settings import Settings
+from cuda_llm.engine.core.settings import Settings
 
 # (name, status ok|warn|fail, detail): the rows doctor prints.
 Row = tuple[str, str, str]

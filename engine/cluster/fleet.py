@@ -19,8 +19,8 @@ from typing import Any, Literal
 import cuda_llm
 from cuda_llm.engine.cluster.connection import ClusterConnection, ClusterError, connected, free_gpus
 from cuda_llm.engine.cluster.settings import ClusterSettings
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.protocol import DeviceInfo, RanOn
-from cuda_llm.engine.settings import Settings
 
 # What the GPU actor runs instead of today's GPU worker, when given (a test's fake GPU):
 # called as factory(device_index, settings, log_dir) on the node, it returns an object with

@@ -19,7 +19,7 @@ from types import TracebackType
 from cuda_llm.engine.compile.compiler_process import CompilerProcess
 from cuda_llm.engine.compile.result import CompileResult
 from cuda_llm.engine.compile.source import CheckedSource, check_source
-from cuda_llm.engine.settings import CompileSettings
+from cuda_llm.engine.core.settings import CompileSettings
 
 
 def _spawn_context() -> multiprocessing.context.SpawnContext:

@@ -19,7 +19,7 @@ from multiprocessing.context import SpawnContext
 from typing import Any
 
 from cuda_llm.engine.compile.result import CompileResult, CompilerUnavailableError, failed_result
-from cuda_llm.engine.settings import CompileSettings
+from cuda_llm.engine.core.settings import CompileSettings
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 

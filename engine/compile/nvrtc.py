@@ -24,7 +24,7 @@ from cuda_llm.engine.compile.prelude import with_prelude
 from cuda_llm.engine.compile.ptx import device_globals, precision_hints, ptx_entries
 from cuda_llm.engine.compile.result import CANDIDATE_FILE, CompileResult, CompilerUnavailableError, failed_result
 from cuda_llm.engine.compile.source import CheckedSource, check_source
-from cuda_llm.engine.settings import CompileSettings
+from cuda_llm.engine.core.settings import CompileSettings
 
 # The program's own name: NVRTC searches "the source's folder" for quoted includes, and a file
 # under /dev/null can never exist, so nothing is found there whatever the working directory

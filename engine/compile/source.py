@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from cuda_llm.engine.compile.includes import check_source_policy
 from cuda_llm.engine.core.errors import FormatError
-from cuda_llm.engine.settings import CompileSettings
+from cuda_llm.engine.core.settings import CompileSettings
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from cuda_llm.engine.core.settings import LoopSettings
 from cuda_llm.engine.judge.judgement import Judgement, LibraryResult, RoundTiming
 from cuda_llm.engine.llm.base import Completion, Message
-from cuda_llm.engine.settings import LoopSettings
 
 
 def _now() -> float:

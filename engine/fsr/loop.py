@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from cuda_llm.engine.core.concurrency import gather_or_cancel
 from cuda_llm.engine.core.errors import FormatError, UserError
+from cuda_llm.engine.core.settings import LoopSettings
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller, Decision, Edit
 from cuda_llm.engine.fsr.prompt import PromptBuilder, Rejection
@@ -30,7 +31,6 @@ from cuda_llm.engine.judge.metrics import ROOFLINE_NAME, figures
 from cuda_llm.engine.llm.base import Message, ModelError, ModelProvider, RequestKey
 from cuda_llm.engine.llm.retry import complete_with_retries
 from cuda_llm.engine.llm.spec import server_of
-from cuda_llm.engine.settings import LoopSettings
 from cuda_llm.engine.store.sessions import CandidateRecord, SessionStore, StoreError
 from cuda_llm.engine.task.plan import parse_plan
 

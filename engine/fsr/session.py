@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cuda_llm.engine.core.errors import UserError
+from cuda_llm.engine.core.settings import LoopSettings, Settings
 from cuda_llm.engine.fsr.control import Controller
 from cuda_llm.engine.fsr.events import EventBus
 from cuda_llm.engine.fsr.loop import FsrLoop, SessionResult
@@ -20,7 +21,6 @@ from cuda_llm.engine.judge.judge_environment import JudgeEnvironment, nvrtc_vers
 from cuda_llm.engine.llm.base import ModelProvider
 from cuda_llm.engine.llm.http_errors import display_url
 from cuda_llm.engine.llm.spec import parse_model_spec, server_of
-from cuda_llm.engine.settings import LoopSettings, Settings
 from cuda_llm.engine.store.sessions import SessionRecord, SessionStore
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.model import Task

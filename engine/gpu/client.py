@@ -16,6 +16,7 @@ from typing import Any
 import cuda_llm
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.core.paths import user_cache_dir
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.protocol import (
     DeviceInfo,
     Fault,
@@ -31,7 +32,6 @@ from cuda_llm.engine.gpu.protocol import (
     WorkerHello,
 )
 from cuda_llm.engine.gpu.secrets import without_secrets
-from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task.model import Task
 
 _HEADER = struct.Struct("<Q")

@@ -10,9 +10,9 @@ import socket
 from collections.abc import Sequence
 
 from cuda_llm.engine.core.errors import UserError
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.client import GpuUnavailable, GpuWorker, ProfileFailure
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport, ProgramRef, RanOn, ValidationReport
-from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task.model import Task
 
 

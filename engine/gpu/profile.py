@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from cuda_llm.engine.core.settings import ProfileSettings, ValidationSettings
 from cuda_llm.engine.gpu.device_compare import compare_on_device
 from cuda_llm.engine.gpu.driver import Context, CudaError, is_fatal
 from cuda_llm.engine.gpu.harness import Harness
@@ -28,7 +29,6 @@ from cuda_llm.engine.gpu.reference_cache import ReferenceCache
 from cuda_llm.engine.gpu.runner import ModuleFunctions, PlanError, PreparedPlan, prepare
 from cuda_llm.engine.gpu.telemetry import Nvml
 from cuda_llm.engine.gpu.validate import BufferSet, poison, task_bytes
-from cuda_llm.engine.settings import ProfileSettings, ValidationSettings
 from cuda_llm.engine.task.model import Task
 from cuda_llm.engine.task.reference import case_seed
 

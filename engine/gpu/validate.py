@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cuda_llm.engine.core.settings import ValidationSettings
 from cuda_llm.engine.gpu.compare import HALF_POISON, INT_POISON, Mismatch, OutputComparison, compare_output
 from cuda_llm.engine.gpu.device_compare import compare_on_device
 from cuda_llm.engine.gpu.driver import Context, DeviceBuffer, allocated_bytes, is_fatal
@@ -19,7 +20,6 @@ from cuda_llm.engine.gpu.phases import PhaseClock
 from cuda_llm.engine.gpu.protocol import CaseReport, DeviceInfo, LaunchResources, ValidationReport
 from cuda_llm.engine.gpu.reference_cache import ReferenceCache, ReferenceCase
 from cuda_llm.engine.gpu.runner import ModuleFunctions, prepare
-from cuda_llm.engine.settings import ValidationSettings
 from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import BufferSpec, SizeCase, Task
 from cuda_llm.engine.task.reference import case_seed

@@ -35,7 +35,7 @@ from cuda_llm.engine.judge.judgement import (
     Status,
 )
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME, Figures, describe_levels, figures
-from cuda_llm.engine.settings import Settings
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.task.model import Task
 
 if TYPE_CHECKING:  # the pool and the worker are passed in; importing them here would pull in NVRTC

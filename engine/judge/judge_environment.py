@@ -13,11 +13,11 @@ from importlib import metadata
 from typing import Any
 
 from cuda_llm.engine.compile.compiler_pool import CompilerPool
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.client import GpuUnavailable
 from cuda_llm.engine.gpu.gpu_pool import GpuPool, parse_gpu_list, visible_gpu_count
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks
 from cuda_llm.engine.judge.judge import Judge
-from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task.model import Task
 
 DEFAULT_ARCH = "sm_90"  # what CI compiles for; the H100/H200 the project targets

@@ -21,9 +21,9 @@ from typing import Any
 from cuda_llm.engine.core import serialize
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.core.paths import user_data_dir
+from cuda_llm.engine.core.settings import LoopSettings
 from cuda_llm.engine.judge.judgement import Judgement
 from cuda_llm.engine.llm.base import Completion, Message, RequestKey
-from cuda_llm.engine.settings import LoopSettings
 from cuda_llm.engine.store.owner import owner_alive
 from cuda_llm.engine.store.schema import MIGRATIONS, SCHEMA_VERSION
 

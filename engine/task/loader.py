@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_llm.engine.core.errors import ExpressionError, FormatError, TaskFileError
-from cuda_llm.engine.settings import ValidationSettings
+from cuda_llm.engine.core.settings import ValidationSettings
 from cuda_llm.engine.task import expr
 from cuda_llm.engine.task.dtypes import DTYPES, SCALAR_TYPES
 from cuda_llm.engine.task.model import BufferSpec, Roofline, ScalarSpec, SizeCase, Task, Tolerance

@@ -18,9 +18,9 @@ from session_driver import Recorder, options, run_session
 
 from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
 from cuda_llm.engine.cluster.settings import ClusterSettings
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.gpu.client import GpusLost
-from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task import TaskLibrary
 
 QUIET = ClusterSettings(remote_compilers=0, revive_poll_s=0.5, lost_grace_s=20.0)

@@ -21,9 +21,9 @@ from cuda_llm.engine.cluster.cluster_environment import choose_model
 from cuda_llm.engine.cluster.connection import ClusterError
 from cuda_llm.engine.cluster.fleet import Fleet, Member
 from cuda_llm.engine.core.errors import UserError
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.protocol import RanOn
 from cuda_llm.engine.judge.judge_environment import open_environment
-from cuda_llm.engine.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -21,10 +21,10 @@ from session_driver import options, run_session
 from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
 from cuda_llm.engine.cluster.connection import ClusterError
 from cuda_llm.engine.cluster.settings import ClusterSettings
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.gpu.protocol import ValidationReport
 from cuda_llm.engine.judge.judge_environment import gpu_unavailable_reason
-from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task import TaskLibrary
 
 ROOT = Path(__file__).resolve().parents[2]

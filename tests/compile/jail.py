@@ -8,7 +8,7 @@ import os
 
 from cuda_llm.engine.compile import compiler_process as worker
 from cuda_llm.engine.compile.result import CompileResult
-from cuda_llm.engine.settings import CompileSettings
+from cuda_llm.engine.core.settings import CompileSettings
 
 CAP_SYS_CHROOT = 18
 

@@ -12,7 +12,7 @@ from cuda_llm.engine.compile.includes import (
 )
 from cuda_llm.engine.compile.source import check_source
 from cuda_llm.engine.core.errors import FormatError
-from cuda_llm.engine.settings import CompileSettings
+from cuda_llm.engine.core.settings import CompileSettings
 from tests.compile.attacks import ATTACKS, HARMLESS, K, attack
 
 

@@ -15,7 +15,7 @@ from cuda_llm.engine.compile.prelude import PRELUDE_MACROS
 from cuda_llm.engine.compile.result import CompileResult
 from cuda_llm.engine.compile.source import CheckedSource
 from cuda_llm.engine.core.paths import user_cache_dir
-from cuda_llm.engine.settings import CompileSettings
+from cuda_llm.engine.core.settings import CompileSettings
 from tests.compile import kernels
 from tests.compile.attacks import (
     ATTACKS,

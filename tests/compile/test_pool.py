@@ -12,7 +12,7 @@ import pytest_asyncio
 
 from cuda_llm.engine.compile.compiler_pool import CompilerPool, PoolClosedError, compile_once
 from cuda_llm.engine.core.errors import FormatError, TaskFileError
-from cuda_llm.engine.settings import CompileSettings
+from cuda_llm.engine.core.settings import CompileSettings
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.model import Task
 from tests.compile import kernels

@@ -21,7 +21,7 @@ import pytest
 from cuda_llm.engine.compile.compiler_pool import CompilerPool
 from cuda_llm.engine.compile.result import CompileResult
 from cuda_llm.engine.compile.sandbox import landlock_abi
-from cuda_llm.engine.settings import CompileSettings
+from cuda_llm.engine.core.settings import CompileSettings
 from tests.compile.attacks import K, secret_snippets
 from tests.compile.jail import PolicyFreeCompiler
 

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from cuda_llm.engine.compile.compiler_pool import CompilerPool
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.compare import Mismatch
 from cuda_llm.engine.gpu.library import LIBRARY_LABEL, cupy_missing, library_name
 from cuda_llm.engine.gpu.protocol import (
@@ -28,7 +29,6 @@ from cuda_llm.engine.gpu.protocol import (
     ValidationReport,
 )
 from cuda_llm.engine.judge.judge_environment import JudgeEnvironment
-from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task.model import Task
 
 BASELINE_US = 100.0

@@ -14,9 +14,9 @@ import signal
 import pytest
 from llm_servers import Reply
 
+from cuda_llm.engine.core.settings import LoopSettings
 from cuda_llm.engine.fsr.control import Controller
 from cuda_llm.engine.fsr.session import SessionOptions, open_session
-from cuda_llm.engine.settings import LoopSettings
 from cuda_llm.engine.store.sessions import SessionStore
 from faults.hostile import CASES, PLAN, Hostile
 

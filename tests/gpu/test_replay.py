@@ -22,9 +22,9 @@ from scripted import (
     reply,
 )
 
+from cuda_llm.engine.core.settings import LoopSettings
 from cuda_llm.engine.fsr.control import Controller
 from cuda_llm.engine.fsr.session import SessionOptions, open_session
-from cuda_llm.engine.settings import LoopSettings
 from cuda_llm.engine.store.sessions import SessionStore
 
 pytestmark = pytest.mark.gpu

@@ -9,9 +9,9 @@ import shutil
 import pytest
 from fakes.fake_gpu import BASELINE_US, FakeGpu, fake_environment
 
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.library import INSTALL_HINT, cupy_missing, library_name
 from cuda_llm.engine.judge.judge_environment import JudgeEnvironment
-from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.loader import load_task
 

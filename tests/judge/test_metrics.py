@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.protocol import Peaks, Timing
 from cuda_llm.engine.judge.metrics import figures
-from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task import TaskLibrary
 
 # An H100-like GPU: our probes reach 3.0 TB/s of the 3.35 TB/s the memory clock and bus allow.

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from fakes.fake_gpu import FakeGpu, fake_environment
 
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.judge.judge_environment import JudgeEnvironment
 from cuda_llm.engine.judge.judgement import Candidate
-from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.plan import parse_plan
 

@@ -7,8 +7,8 @@ import dataclasses
 
 from fakes.fake_gpu import FakeGpu, fake_environment
 
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.judge.judgement import Candidate, Compiled
-from cuda_llm.engine.settings import Settings
 from cuda_llm.engine.task import TaskLibrary
 
 KERNEL = (

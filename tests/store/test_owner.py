@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from cuda_llm.engine.settings import LoopSettings
+from cuda_llm.engine.core.settings import LoopSettings
 from cuda_llm.engine.store.owner import owner_alive, process_started_at
 from cuda_llm.engine.store.sessions import SessionStore, StoreError
 

@@ -13,13 +13,13 @@ from fakes.fake_gpu import FAKE_PEAKS_SLOW
 from scripted import BROKEN_KERNEL, GOOD_PLAN
 
 from cuda_llm.engine.compile.result import CompileResult, Diagnostic, KernelResources
+from cuda_llm.engine.core.settings import LoopSettings
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.gpu.compare import Mismatch
 from cuda_llm.engine.gpu.protocol import CaseReport, Fault, LaunchResources, Timing, ValidationReport
 from cuda_llm.engine.judge.judgement import Candidate, Judgement, LibraryResult, RoundTiming
 from cuda_llm.engine.judge.metrics import figures
 from cuda_llm.engine.llm.base import Completion, Message
-from cuda_llm.engine.settings import LoopSettings
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.plan import parse_plan
 from tui.helpers import kernel, plan, reply_for

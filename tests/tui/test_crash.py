@@ -92,7 +92,7 @@ async def test_quit_twice_leaves_at_once_and_records_the_session_stopped(tmp_pat
 
 def test_only_the_crash_is_recorded_once_it_happened(tmp_path):
     """After a crash, the cancellation that follows must not overwrite why the session stopped."""
-    from cuda_llm.engine.settings import LoopSettings
+    from cuda_llm.engine.core.settings import LoopSettings
 
     store = SessionStore(tmp_path / "sessions.db")
     try:

@@ -8,9 +8,9 @@ from fakes.fake_gpu import FakeGpu
 from cuda_llm.app.screens.start import StartScreen
 from cuda_llm.app.state import SessionView
 from cuda_llm.app.widgets.latency import figures_text
+from cuda_llm.engine.core.settings import LoopSettings
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.judge.judgement import LibraryResult
-from cuda_llm.engine.settings import LoopSettings
 from tui.helpers import by_request, make_app, screen_text, streamed, wait_for
 
 

@@ -50,10 +50,10 @@ async def test_following_a_long_session_folds_the_old_rounds(tmp_path, refused_u
     from textual.widgets import Tree
 
     from cuda_llm.app.widgets.candidates import ROUNDS_OPEN
+    from cuda_llm.engine.core.settings import LoopSettings
     from cuda_llm.engine.fsr import events as ev
     from cuda_llm.engine.gpu.protocol import Timing
     from cuda_llm.engine.judge.judgement import Judgement
-    from cuda_llm.engine.settings import LoopSettings
 
     app = make_app(tmp_path, refused_url)
     async with app.run_test(size=(80, 24)) as pilot:
