@@ -58,23 +58,20 @@ def list_sessions(args: argparse.Namespace) -> int:
         store.close()
 
 
-def export(args: argparse.Namespace) -> int:
-    """The session's best candidate (or --candidate LABEL) as kernel.cu + plan.json, and the report
-    (Markdown and JSON, with every candidate, the settings and the environment) beside them:
-    `cuda-llm eval TASK FOLDER` re-judges it unchanged, on a GPU machine too."""
+def export_files(db: str | None, session_id: int, candidate: str | None, out: Path) -> tuple[dict[str, str], dict]:
+    """What `export` writes into `out`, by file name (kernel.cu, plan.json, report.md, report.json),
+    and the report's "exported" entry. The TUI's save key writes the same files through this."""
     import shlex
 
-    from cuda_llm.app.cli.files import output_folder, write_text
     from cuda_llm.app.cli.report import choose_export, eval_task_argument, markdown, session_report
     from cuda_llm.engine.store.sessions import SessionStore
 
-    store = SessionStore(args.db, read_only=True)
+    store = SessionStore(db, read_only=True)
     try:
-        report = session_report(store, args.id)
+        report = session_report(store, session_id)
     finally:
         store.close()
-    chosen = choose_export(report, args.candidate)
-    out = output_folder(args.out or f"cuda-llm-session-{args.id}")
+    chosen = choose_export(report, candidate)
     report["exported"] = {
         "label": chosen.label,
         "round": chosen.round,
@@ -88,19 +85,38 @@ def export(args: argparse.Namespace) -> int:
         "report.md": markdown(report),
         "report.json": json.dumps(report, indent=2) + "\n",
     }
-    # Like `bench --out`, an export writes over what is there, and says so: an earlier export of the
-    # session (or anything else under these names) is replaced, never kept beside the new files.
+    return files, report["exported"]
+
+
+def write_export(out: Path, files: dict[str, str]) -> list[str]:
+    """Write the files into `out`; the names that were there already (they are replaced)."""
+    from cuda_llm.app.cli.files import write_text
+
     replaced = [name for name in files if (out / name).exists()]
     for name, text in files.items():
         write_text(out / name, text)
+    return replaced
+
+
+def export(args: argparse.Namespace) -> int:
+    """The session's best candidate (or --candidate LABEL) as kernel.cu + plan.json, and the report
+    (Markdown and JSON, with every candidate, the settings and the environment) beside them:
+    `cuda-llm eval TASK FOLDER` re-judges it unchanged, on a GPU machine too."""
+    from cuda_llm.app.cli.files import output_folder
+
+    out = output_folder(args.out or f"cuda-llm-session-{args.id}")
+    files, exported = export_files(args.db, args.id, args.candidate, out)
+    # Like `bench --out`, an export writes over what is there, and says so: an earlier export of the
+    # session (or anything else under these names) is replaced, never kept beside the new files.
+    replaced = write_export(out, files)
     if replaced:
         print(f"cuda-llm: {out}/ existed: replaced its {', '.join(replaced)}", file=sys.stderr)
     if args.json:
-        print_json({"folder": str(out), "files": list(files), "replaced": replaced, "exported": report["exported"]})
+        print_json({"folder": str(out), "files": list(files), "replaced": replaced, "exported": exported})
     else:
         print(f"exported session {args.id} to {out}/: {', '.join(files)}")
-        print(f"kernel: {chosen.label}: {chosen.why}")
-        print(f"re-judge it with: {report['exported']['eval']}")
+        print(f"kernel: {exported['label']}: {exported['why']}")
+        print(f"re-judge it with: {exported['eval']}")
     return 0
 
 
