@@ -22,6 +22,7 @@ from cuda_llm.engine.contract.reply import parse_reply
 from cuda_llm.engine.contract.signature import parse_kernels
 from cuda_llm.engine.core.concurrency import gather_or_cancel
 from cuda_llm.engine.core.errors import FormatError
+from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.library import LIBRARY_LABEL, library_name
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport, RanOn, Timing
 from cuda_llm.engine.judge.judgement import (
@@ -35,7 +36,7 @@ from cuda_llm.engine.judge.judgement import (
     Status,
 )
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME, Figures, describe_levels, figures
-from cuda_llm.engine.core.settings import Settings
+from cuda_llm.engine.judge.schedule import expected_cost_s, split_by_cost
 from cuda_llm.engine.task.model import Task
 
 if TYPE_CHECKING:  # the pool and the worker are passed in; importing them here would pull in NVRTC
@@ -227,7 +228,8 @@ class Judge:
         hiccuped) is retried; if it persists, the programs keep their verdicts without a timing."""
         assert self.gpu is not None
         workers = max(1, getattr(self.gpu, "size", 1))
-        groups = [list(entries[i::workers]) for i in range(min(workers, max(1, len(entries))))]
+        # By expected cost, longest first (engine/judge/schedule.py): a slow candidate gets a GPU of its own.
+        groups = split_by_cost(entries, workers, lambda e: expected_cost_s(e[1], self.settings.profile))
         parts = await gather_or_cancel(
             self._profile_group(g, anchor, i if workers > 1 else None) for i, g in enumerate(groups)
         )
