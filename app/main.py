@@ -21,7 +21,41 @@ def follow_the_terminal() -> None:
             os.environ.pop(name, None)
 
 
+def terminal_missing() -> str | None:
+    """Which of standard input and output is not a terminal (the UI needs both: it reads keys and
+    draws with escape codes), or None."""
+    for name, stream in (("input", sys.__stdin__), ("output", sys.__stdout__)):
+        if stream is None or not stream.isatty():
+            return name
+    return None
+
+
+def refusal(args: argparse.Namespace) -> str | None:
+    """Why the UI cannot start for these arguments, as one line, before anything is built: no
+    terminal (started from a script, `cuda-llm </dev/null >file`), or a task that cannot be loaded."""
+    missing = terminal_missing()
+    if missing is not None:
+        return (
+            f"the terminal UI needs a terminal, and standard {missing} is not one; in a script use "
+            "`cuda-llm run TASK --model SPEC --headless` (`cuda-llm --help` lists the commands)"
+        )
+    task = getattr(args, "task", None)
+    if getattr(args, "command", None) == "run" and task:
+        from cuda_llm.engine.core.errors import UserError
+        from cuda_llm.engine.task import TaskLibrary
+
+        try:
+            TaskLibrary().get(task)
+        except UserError as exc:
+            return str(exc)
+    return None
+
+
 def run_tui(args: argparse.Namespace) -> int:
+    problem = refusal(args)
+    if problem is not None:
+        print(f"cuda-llm: {problem}", file=sys.stderr)
+        return 2
     from cuda_llm.app.app import CudaLlmApp
     from cuda_llm.app.cli.run_cmd import loop_overrides, loop_settings, session_options
     from cuda_llm.app.options import Defaults, SessionRequest

@@ -2,7 +2,8 @@
 
 Ctrl-C stops cleanly: model requests in flight (and their retries) are cancelled, what is recorded
 stays, and a second Ctrl-C exits at once; the session can be continued with `--resume ID`.
-Exit codes: 0 finished or stopped, 3 paused (resumable), 1 failed.
+Exit codes: 0 finished or stopped, 3 paused (resumable), 130 stopped by Ctrl-C (resumable: the line
+to continue is printed), 1 failed.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import sys
 from cuda_llm.app.cli.output import error, print_json
 
 EXIT_PAUSED = 3
+# Stopped by Ctrl-C: 128 + SIGINT, what a shell reports for a program the signal ended.
+EXIT_INTERRUPTED = 130
 
 
 def add_session_arguments(p: argparse.ArgumentParser) -> None:
@@ -138,8 +141,15 @@ async def run_headless(options, as_json: bool) -> int:
     if session.env.notice:
         print(f"cuda-llm: {session.env.notice}", file=sys.stderr)
     session.bus.subscribe(ProgressPrinter(sys.stderr))
+    interrupted = False
+
+    def stop_on_ctrl_c() -> None:
+        nonlocal interrupted
+        interrupted = True
+        control.stop()
+
     try:
-        with ctrl_c_stops(control.stop):
+        with ctrl_c_stops(stop_on_ctrl_c):
             result = await session.run()
     finally:
         await session.close()
@@ -154,8 +164,10 @@ async def run_headless(options, as_json: bool) -> int:
             store.close()
     else:
         print(f"session {result.session_id}: {result.status} ({result.reason})")
-        if result.status == "paused":
+        if result.status == "paused" or (interrupted and result.status == "stopped"):
             print(continue_line(result.session_id, options.db, session.provider, options.cluster))
+    if interrupted and result.status != "finished":
+        return EXIT_INTERRUPTED  # as a shell reports a program Ctrl-C ended: a script sees it did not finish
     return {"finished": 0, "stopped": 0, "paused": EXIT_PAUSED}.get(result.status, 1)
 
 

@@ -130,7 +130,7 @@ def test_sigkill_mid_round_then_resume(tmp_path, llm_server, observed):
     GROUP,
     "Ctrl-C (SIGINT) in headless mode while the server hangs",
     "stops at once (the hung request is cancelled, not waited for or retried): status 'stopped', exit "
-    "code 0; --resume asks again and finishes",
+    "code 130 and the line that continues it; --resume asks again and finishes",
 )
 def test_ctrl_c_headless_then_resume(tmp_path, llm_server, observed):
     db = tmp_path / "sessions.db"
@@ -143,9 +143,10 @@ def test_ctrl_c_headless_then_resume(tmp_path, llm_server, observed):
     )
     wait_for("round 2's request", lambda: len(llm_server.chat_requests) >= 2, proc)
     out, err, took = ctrl_c(proc)
-    assert proc.returncode == 0, err
+    assert proc.returncode == 130, err
     assert took < 10, f"the stop waited {took:.1f} s"
     assert "session 1: stopped (stopped by the user)" in out
+    assert f"continue with: cuda-llm run --resume 1 --headless --db {db}" in out
     assert "stopping: requests in flight are cancelled" in err and "Traceback" not in err
     assert session_row(db)[0] == "stopped"
     before = snapshot(db)
@@ -160,8 +161,8 @@ def test_ctrl_c_headless_then_resume(tmp_path, llm_server, observed):
     assert_kept(before, after)
     assert integrity(db) == "ok" and session_row(db)[0] == "finished"
     observed(
-        f"stopped {took:.1f} s after Ctrl-C (a request hanging for {stall:.0f} s was cancelled), exit 0; "
-        "resumed: finished"
+        f"stopped {took:.1f} s after Ctrl-C (a request hanging for {stall:.0f} s was cancelled), exit 130 with "
+        "the resume line; resumed: finished"
     )
 
 

@@ -25,6 +25,15 @@ def _limited(test, seconds: float):
     return limited
 
 
+@pytest.fixture(autouse=True)
+def _a_terminal(monkeypatch):
+    """The tests drive the launcher under pytest, whose output is no terminal: the UI's refusal to
+    start without one (app/main.py) is tested in a child process (tests/test_mistakes.py)."""
+    from cuda_llm.app import main
+
+    monkeypatch.setattr(main, "terminal_missing", lambda: None)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         test = getattr(item, "obj", None)
