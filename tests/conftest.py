@@ -65,3 +65,40 @@ def llm_server() -> Iterator[LoopbackLLMServer]:
 def refused_url() -> str:
     """A loopback URL on which nothing listens: connecting is refused."""
     return closed_port_url()
+
+
+# ---- parallel workers (pytest-xdist, `-n auto --dist loadgroup` in pyproject.toml) --------------
+# Tests that share something heavy run on one worker, one after another: module-scoped fixtures
+# that would otherwise be built once per worker (a Ray cluster, a venv with the package installed,
+# the sandboxed compilers), and the cluster modules together, since two local Ray clusters at once
+# swamp a 2-core machine. Paths are relative to the repository.
+SERIAL_GROUPS = {
+    "tests/cluster/": "ray",
+    "tests/tui/test_tmux.py": "tmux",
+    "tests/test_packaging.py": "packaging",
+    "tests/test_bench.py": "bench",
+    "tests/compile/test_sandbox.py": "sandbox",
+    "tests/compile/test_pool.py": "compiler-pool",
+    "tests/compile/test_header_macros.py": "header-macros",
+    "tests/faults/test_host_safety.py": "host-safety",
+    "tests/judge/test_metrics.py": "metrics",
+}
+_REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        where = item.path.resolve().relative_to(_REPO).as_posix()
+        group = next((g for prefix, g in SERIAL_GROUPS.items() if where.startswith(prefix)), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto`: one worker per core, but none (a serial run) where a GPU is there: the GPU tests
+    time kernels, and two workers sharing the device would time each other."""
+    from cuda_llm.engine.judge.judge_environment import gpu_unavailable_reason
+
+    if gpu_unavailable_reason() is None:
+        return 0
+    return None

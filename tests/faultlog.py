@@ -35,10 +35,12 @@ class FaultLog:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "fault(group, fault, expected): a row of docs/reliability.md")
-    config.stash[_LOG] = FaultLog()
+    config.stash[_LOG] = log = FaultLog()
+    config.pluginmanager.register(_RowCollector(log), "faultlog-rows")
 
 
 _LOG = pytest.StashKey[FaultLog]()
+_ROW, _DEVICE = "fault_row", "fault_device"
 _OBSERVED = pytest.StashKey[list]()
 
 
@@ -79,12 +81,29 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     else:
         crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", None) or str(report.longrepr)
         state, seen = "FAILED", (notes[-1] + "; " if notes else "") + crash.splitlines()[0][:300]
-    item.config.stash[_LOG].rows.append(FaultRow(group, fault, expected, seen, state, item.nodeid))
+    # Carried on the report, so that with parallel workers (pytest-xdist) the row reaches the
+    # process that writes the file: the controller sees every report, a worker only its own.
+    report.user_properties.append((_ROW, asdict(FaultRow(group, fault, expected, seen, state, item.nodeid))))
+    report.user_properties.append((_DEVICE, item.config.stash[_LOG].device))
+
+
+@dataclass(eq=False)  # hashable by identity, as the plugin manager needs
+class _RowCollector:
+    """Gathers the rows from the reports (registered as a plugin: the hook is given no config)."""
+
+    log: FaultLog
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for name, value in report.user_properties:
+            if name == _ROW:
+                self.log.rows.append(FaultRow(**value))
+            elif name == _DEVICE and value != FaultLog.device:
+                self.log.device = value
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     path = os.environ.get(REPORT_ENV)
-    if not path:
+    if not path or hasattr(session.config, "workerinput"):  # an xdist worker: the controller writes
         return
     log = session.config.stash[_LOG]
     payload = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import time
 from pathlib import Path
 
@@ -200,7 +201,10 @@ def test_header_macro_attacks_are_refused(name: str) -> None:
 @needs_nvrtc
 @pytest.mark.parametrize("name", sorted(LEGIT))
 def test_kernels_as_written_pass(name: str) -> None:
-    check_source_policy(LEGIT[name])
+    headers = check_source_policy(LEGIT[name])
+    # The allowed headers it includes come back, each once, in the order written.
+    written = re.findall(r"^\s*#\s*include\s*[<\"]([^>\"]+)[>\"]", LEGIT[name], re.M)
+    assert list(headers) == list(dict.fromkeys(written))
 
 
 @pytest.mark.skipif(header_search.find_toolkit_headers() is None, reason="no CUDA toolkit include folder")

@@ -167,7 +167,8 @@ def test_input_through_a_non_const_pointer_is_allowed() -> None:
     # Writing an input is caught by hashing inputs at validation; declaring it non-const is not
     # a format error (many people write plain float*).
     source = 'extern "C" __global__ void vector_add(float* a, float* b, float* c, int n) {}'
-    bind(source, [vadd(["a", "b", "c", "n"])])
+    (la,) = bind(source, [vadd(["a", "b", "c", "n"])]).launches
+    assert [(a.kind, a.ref, a.param_type) for a in la.args[:3]] == [("buffer", x, "ptr") for x in "abc"]
 
 
 def test_three_dimensional_launch() -> None:
@@ -193,7 +194,8 @@ def test_three_dimensional_launch() -> None:
 
 
 def test_matching_ptx_parameters_bind() -> None:
-    bind(VECTOR_ADD, [vadd(["a", "b", "c", "n"])], ptx={"vector_add": (8, 8, 8, 4), "unused": ()})
+    bound = bind(VECTOR_ADD, [vadd(["a", "b", "c", "n"])], ptx={"vector_add": (8, 8, 8, 4), "unused": ()})
+    assert [a.param_type for a in bound.launches[0].args] == ["ptr", "ptr", "ptr", "int32"]
 
 
 # --- kernels ----------------------------------------------------------------------------------

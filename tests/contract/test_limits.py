@@ -150,7 +150,10 @@ def test_every_baseline_fits_every_listed_arch(name):
     task = TaskLibrary().get(name)
     bound = _task_plan(task, task.baseline_plan.to_json())
     for lim in ARCH_LIMITS.values():
-        check_every_size(bound, task, lim)
+        check_every_size(bound, task, lim)  # raises PlanError at the first size that cannot run
+    # Every size was looked at: the timing size, the largest, is sized with a launch per plan launch.
+    sized = size_plan(bound, task.env(task.timing), H90, task.buffer_bytes(task.timing))
+    assert len(sized.launches) == len(bound.launches) and all(g >= 1 for la in sized.launches for g in la.grid)
 
 
 def test_a_plan_wrong_only_at_a_small_size_is_found_and_the_size_named():
