@@ -41,10 +41,9 @@ def _peak_rss_mib() -> float:
 
 
 async def _session(db: Path, url: str, protocol: str):
-    from cuda_llm.engine.core.settings import LoopSettings
+    from cuda_llm.engine.core.settings import LoopSettings, RetryPolicy
     from cuda_llm.engine.fsr.control import Controller
     from cuda_llm.engine.fsr.session import SessionOptions, open_session
-    from cuda_llm.engine.llm.base import RetryPolicy
 
     loop = LoopSettings(candidates=1, rounds=1, repairs=0, patience=None, retry=RetryPolicy(attempts=1))
     options = SessionOptions(

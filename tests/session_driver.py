@@ -13,11 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cuda_llm.engine.core.settings import LoopSettings
+from cuda_llm.engine.core.settings import GenerateOptions, LoopSettings, RetryPolicy
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller
 from cuda_llm.engine.fsr.session import SessionOptions, open_session
-from cuda_llm.engine.llm.base import GenerateOptions, RetryPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
 

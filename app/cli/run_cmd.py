@@ -92,8 +92,7 @@ def loop_overrides(args: argparse.Namespace) -> dict[str, object]:
 def loop_settings(args: argparse.Namespace):
     import dataclasses
 
-    from cuda_llm.engine.core.settings import LoopSettings
-    from cuda_llm.engine.llm.base import GenerateOptions
+    from cuda_llm.engine.core.settings import GenerateOptions, LoopSettings
 
     gen = GenerateOptions()
     gen_changes = {

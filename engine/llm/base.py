@@ -8,10 +8,11 @@ that names the server and says what to do.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from cuda_llm.engine.core.errors import UserError
+from cuda_llm.engine.core.settings import RETRYABLE, GenerateOptions
 
 Role = Literal["system", "user", "assistant"]
 
@@ -29,31 +30,6 @@ class RequestKey:
     round: int
     attempt: int  # 0 for the round's first request, 1.. for repairs
     slot: int  # 0..N-1, the candidate index within the request batch
-
-
-@dataclass(frozen=True)
-class GenerateOptions:
-    temperature: float | None = None
-    num_ctx: int | None = None  # ollama only: the context window
-    seed: int | None = None
-    # A reply longer than this is cut off (an endless reply must not run forever); kernels with a
-    # plan and a short explanation fit in a few thousand tokens.
-    max_tokens: int = 8192
-    # Wall-clock limit for one completion, first token to last.
-    timeout_s: float = 600.0
-    # Time allowed for the connection and the first token (a cold model may load for a while).
-    first_token_timeout_s: float = 180.0
-    # Bytes one response body may bring, counted as received and again as decoded (a compressed body
-    # is inflated piece by piece: engine/llm/bounded.py). A reply of max_tokens tokens is a
-    # few hundred KB of text plus a hundred or so bytes of framing per streamed chunk: a few MB at
-    # most. A server that sends more is runaway or hostile, and nothing past this is held.
-    max_response_bytes: int = 16 * 1024 * 1024
-    # Servers enforce max_tokens themselves (num_predict, max_tokens); the client also counts so that
-    # a server that ignores it cannot stream forever. Each streamed chunk carries at least one token,
-    # so counting chunks never cuts a reply early; a server that sends few, huge chunks is caught by
-    # this character cap instead (max_tokens x this). Code averages about 4 characters per token, so
-    # 32 per token leaves a wide margin while still bounding memory.
-    max_chars_per_token: int = 32
 
 
 @dataclass(frozen=True)
@@ -81,9 +57,6 @@ ErrorKind = Literal[
     "empty",  # a reply with no text
     "too_large",  # the response passed GenerateOptions.max_response_bytes
 ]
-RETRYABLE: frozenset[str] = frozenset(
-    {"unreachable", "timeout", "rate_limited", "server_error", "protocol", "cut_off", "empty"}
-)
 
 
 class ModelError(UserError):
@@ -119,13 +92,3 @@ class ModelProvider(Protocol):
         ...
 
     async def close(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    # Three tries with exponential backoff ride out a restarting server or a brief 429 without
-    # leaving a person waiting minutes before they are told what is wrong.
-    attempts: int = 3
-    base_delay_s: float = 2.0
-    max_delay_s: float = 30.0
-    retry_kinds: frozenset[str] = field(default_factory=lambda: RETRYABLE)

@@ -32,7 +32,7 @@ from typing import Any
 
 import httpx
 
-from cuda_llm.engine.llm.base import GenerateOptions
+from cuda_llm.engine.core.settings import GenerateOptions
 
 # The cap of the request being made: set by a provider around each completion (its GenerateOptions),
 # read by the transport; listing models and other small requests get the default.

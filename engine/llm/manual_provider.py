@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from cuda_llm.engine.llm.base import Completion, GenerateOptions, Message, ModelError, RequestKey, TokenCallback
+from cuda_llm.engine.core.settings import GenerateOptions
+from cuda_llm.engine.llm.base import Completion, Message, ModelError, RequestKey, TokenCallback
 
 MANUAL_SPEC = "manual"
 

@@ -19,7 +19,8 @@ import ollama
 from pydantic import ValidationError
 
 from cuda_llm.engine.core.errors import UserError
-from cuda_llm.engine.llm.base import Completion, GenerateOptions, Message, ModelError, RequestKey, TokenCallback
+from cuda_llm.engine.core.settings import GenerateOptions
+from cuda_llm.engine.llm.base import Completion, Message, ModelError, RequestKey, TokenCallback
 from cuda_llm.engine.llm.bounded import IDENTITY, capped_transport, response_cap, too_large, undecodable
 from cuda_llm.engine.llm.http_errors import Server, retry_after_seconds, with_server_models
 from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts

@@ -18,7 +18,8 @@ from typing import Any
 
 import openai
 
-from cuda_llm.engine.llm.base import Completion, GenerateOptions, Message, ModelError, RequestKey, TokenCallback
+from cuda_llm.engine.core.settings import GenerateOptions
+from cuda_llm.engine.llm.base import Completion, Message, ModelError, RequestKey, TokenCallback
 from cuda_llm.engine.llm.bounded import IDENTITY, capped_transport, response_cap, too_large, undecodable
 from cuda_llm.engine.llm.http_errors import Server, display_url, retry_after_seconds, with_server_models
 from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 
-from cuda_llm.engine.llm.base import Completion, GenerateOptions, Message, ModelError, RequestKey, TokenCallback
+from cuda_llm.engine.core.settings import GenerateOptions
+from cuda_llm.engine.llm.base import Completion, Message, ModelError, RequestKey, TokenCallback
 
 # Replies stream in pieces of this size so the UI shows them arriving as it does for a live
 # model; 64 characters is about a line of code.

@@ -8,16 +8,8 @@ import dataclasses
 import random
 from collections.abc import Awaitable, Callable, Sequence
 
-from cuda_llm.engine.llm.base import (
-    Completion,
-    GenerateOptions,
-    Message,
-    ModelError,
-    ModelProvider,
-    RequestKey,
-    RetryPolicy,
-    TokenCallback,
-)
+from cuda_llm.engine.core.settings import GenerateOptions, RetryPolicy
+from cuda_llm.engine.llm.base import Completion, Message, ModelError, ModelProvider, RequestKey, TokenCallback
 
 # on_retry(retry number from 1, the error that caused it, seconds until the new attempt starts).
 RetryCallback = Callable[[int, ModelError, float], None]

@@ -9,7 +9,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from cuda_llm.engine.llm.base import Completion, GenerateOptions, TokenCallback
+from cuda_llm.engine.core.settings import GenerateOptions
+from cuda_llm.engine.llm.base import Completion, TokenCallback
 
 T = TypeVar("T")
 

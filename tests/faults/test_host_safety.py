@@ -403,7 +403,7 @@ def tui_run(world: World) -> PathRun:
     from textual.widgets import Tree
     from tui.helpers import FAST_LOOP, by_request, make_app, text, wait_for
 
-    from cuda_llm.engine.llm.base import GenerateOptions
+    from cuda_llm.engine.core.settings import GenerateOptions
 
     run = PathRun("TUI")
     folder = world.tmp / "tui"

@@ -12,8 +12,8 @@ from llm_servers import UNRESOLVABLE_URL, LoopbackLLMServer, Reply
 from scripted import chunked, reply
 from session_driver import FAST_RETRY, options, run_session
 
+from cuda_llm.engine.core.settings import GenerateOptions, RetryPolicy
 from cuda_llm.engine.fsr import events as ev
-from cuda_llm.engine.llm.base import GenerateOptions, RetryPolicy
 
 from .helpers import RoundWatcher, assert_kept, integrity, one_line, resume, session_row, snapshot
 

@@ -13,9 +13,8 @@ from scripted import GOOD_KERNEL, GOOD_PLAN, chunked, reply
 from session_driver import options, run_session
 
 from cuda_llm.app.cli.main import main as cuda_llm
-from cuda_llm.engine.core.settings import CompileSettings, Settings
+from cuda_llm.engine.core.settings import CompileSettings, GenerateOptions, Settings
 from cuda_llm.engine.fsr import events as ev
-from cuda_llm.engine.llm.base import GenerateOptions
 from cuda_llm.engine.store.sessions import SessionStore
 from tests.compile.kernels import TEMPLATE_BOMB
 

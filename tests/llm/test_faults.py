@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import pytest
 from llm_servers import UNRESOLVABLE_URL, Reply
 
-from cuda_llm.engine.llm.base import GenerateOptions, ModelError, RetryPolicy
+from cuda_llm.engine.core.settings import GenerateOptions, RetryPolicy
+from cuda_llm.engine.llm.base import ModelError
 from cuda_llm.engine.llm.retry import complete_with_retries
 
 from .wire import FAST, FAST_RETRY, KEY, PROMPT, Wire

@@ -8,7 +8,8 @@ import socket
 import pytest
 
 from cuda_llm.engine.core.errors import UserError
-from cuda_llm.engine.llm.base import ModelError, RetryPolicy
+from cuda_llm.engine.core.settings import RetryPolicy
+from cuda_llm.engine.llm.base import ModelError
 from cuda_llm.engine.llm.http_errors import DETAIL_CHARS, Server, display_url, is_dns_failure, retry_after_seconds
 from cuda_llm.engine.llm.ollama_provider import ollama_url
 from cuda_llm.engine.llm.retry import backoff_delay

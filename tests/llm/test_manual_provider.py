@@ -7,7 +7,8 @@ import asyncio
 
 import pytest
 
-from cuda_llm.engine.llm.base import GenerateOptions, Message, ModelError, RequestKey
+from cuda_llm.engine.core.settings import GenerateOptions
+from cuda_llm.engine.llm.base import Message, ModelError, RequestKey
 from cuda_llm.engine.llm.manual_provider import ManualProvider, is_manual_spec
 from cuda_llm.engine.llm.spec import parse_model_spec
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cuda_llm.engine.llm.base import GenerateOptions, Message, ModelError, RequestKey
+from cuda_llm.engine.core.settings import GenerateOptions
+from cuda_llm.engine.llm.base import Message, ModelError, RequestKey
 from cuda_llm.engine.llm.replay_provider import REPLAY_CHUNK_CHARS, ReplayProvider
 from cuda_llm.engine.llm.retry import complete_with_retries
 

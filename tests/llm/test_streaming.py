@@ -10,7 +10,8 @@ import itertools
 import pytest
 from llm_servers import BIG_CHUNK_CHARS, Reply
 
-from cuda_llm.engine.llm.base import GenerateOptions, ModelError, RequestKey
+from cuda_llm.engine.core.settings import GenerateOptions
+from cuda_llm.engine.llm.base import ModelError, RequestKey
 
 from .wire import FAST, KEY, MODEL, PROMPT, Wire
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from llm_servers import LoopbackLLMServer
 
-from cuda_llm.engine.llm.base import GenerateOptions, Message, ModelProvider, RequestKey, RetryPolicy
+from cuda_llm.engine.core.settings import GenerateOptions, RetryPolicy
+from cuda_llm.engine.llm.base import Message, ModelProvider, RequestKey
 from cuda_llm.engine.llm.ollama_provider import OllamaProvider
 from cuda_llm.engine.llm.openai_provider import OpenAIProvider
 

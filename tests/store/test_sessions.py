@@ -7,11 +7,11 @@ import sqlite3
 import pytest
 
 from cuda_llm.engine.core import serialize
-from cuda_llm.engine.core.settings import LoopSettings
+from cuda_llm.engine.core.settings import GenerateOptions, LoopSettings
 from cuda_llm.engine.gpu.compare import Mismatch
 from cuda_llm.engine.gpu.protocol import CaseReport, RanOn, Timing, ValidationReport
 from cuda_llm.engine.judge.judgement import Candidate, Judgement
-from cuda_llm.engine.llm.base import Completion, GenerateOptions, Message, RequestKey
+from cuda_llm.engine.llm.base import Completion, Message, RequestKey
 from cuda_llm.engine.store.schema import MIGRATIONS, SCHEMA_VERSION
 from cuda_llm.engine.store.sessions import SessionStore, StoreError
 from cuda_llm.engine.task.plan import parse_plan

@@ -17,8 +17,7 @@ from textual.widgets import DataTable, Log, OptionList, Static, TextArea, Tree
 
 from cuda_llm.app.app import CudaLlmApp
 from cuda_llm.app.options import Defaults, SessionRequest
-from cuda_llm.engine.core.settings import LoopSettings
-from cuda_llm.engine.llm.base import GenerateOptions, RetryPolicy
+from cuda_llm.engine.core.settings import GenerateOptions, LoopSettings, RetryPolicy
 
 # Retries and timeouts as in production, minus the seconds of waiting.
 FAST_LOOP = LoopSettings(

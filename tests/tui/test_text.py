@@ -12,7 +12,7 @@ from textual.widgets import Input, OptionList, Tree
 
 from cuda_llm.app.screens.run import RunScreen
 from cuda_llm.app.screens.start import StartScreen
-from cuda_llm.engine.llm.base import RetryPolicy
+from cuda_llm.engine.core.settings import RetryPolicy
 from cuda_llm.engine.task import TaskLibrary
 from tui.helpers import FAST_LOOP, by_request, make_app, reply_for, screen_text, stalled, streamed, wait_for
 
