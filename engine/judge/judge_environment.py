@@ -151,10 +151,23 @@ async def open_environment(
     return env
 
 
+# Warm compiler processes per GPU judged on: a GPU validates a correct candidate in about the time
+# NVRTC takes to compile one (20-60 ms each), and a round's candidates arrive together, so with fewer
+# compilers than this the GPUs of a multi-GPU host wait for the compiles (a round of 8 on 4 GPUs
+# compiled in two waves with 4).
+COMPILERS_PER_GPU = 4
+
+
+def compile_workers(settings: Settings, gpus: int) -> int:
+    """Compiler processes for a session judging on `gpus` GPUs of this host: the setting's, or more
+    with more GPUs, never more than the host's cores."""
+    wanted = max(settings.compile.max_workers, COMPILERS_PER_GPU * gpus)
+    return max(1, min(wanted, os.cpu_count() or 1))
+
+
 async def _open(
     settings: Settings, arch: str | None, compile_only: bool, gpus: str | int | None
 ) -> JudgeEnvironment:
-    compiler = CompilerPool(settings.compile)
     reason = "compile-only requested" if compile_only else gpu_unavailable_reason()
     if reason is None:
         indices = parse_gpu_list(str(gpus) if gpus is not None else None, visible_gpu_count())
@@ -171,7 +184,8 @@ async def _open(
                 notices.append(f"--arch {arch} ignored: compiling for the GPU's own {devices[0].arch}")
             if len({d.arch for d in devices}) > 1:
                 notices.append("the GPUs differ in architecture; use --gpus to pick one kind")
+            compiler = CompilerPool(settings.compile, workers=compile_workers(settings, len(devices)))
             return JudgeEnvironment(compiler, pool, devices[0], peaks, devices[0].arch, "; ".join(notices) or None)
     chosen = arch or DEFAULT_ARCH
     notice = None if compile_only else f"{reason}: compile-only for {chosen}"
-    return JudgeEnvironment(compiler, None, None, None, chosen, notice)
+    return JudgeEnvironment(CompilerPool(settings.compile), None, None, None, chosen, notice)

@@ -106,3 +106,16 @@ async def test_a_round_gives_its_slow_candidate_a_gpu_of_its_own() -> None:
     ]
     assert {j.label for j in rt.judgements} == {f"c{i}" for i in range(8)}
     assert all(j.timing is not None for j in rt.judgements)
+
+
+def test_the_compilers_grow_with_the_gpus_within_the_hosts_cores(monkeypatch) -> None:
+    from cuda_llm.engine.judge import judge_environment
+    from cuda_llm.engine.judge.judge_environment import COMPILERS_PER_GPU, compile_workers
+
+    settings = Settings()
+    monkeypatch.setattr(judge_environment.os, "cpu_count", lambda: 64)
+    one, four = compile_workers(settings, 1), compile_workers(settings, 4)
+    assert one == max(settings.compile.max_workers, COMPILERS_PER_GPU)
+    assert four == 4 * COMPILERS_PER_GPU, "a round of 8 on 4 GPUs compiles in one wave"
+    monkeypatch.setattr(judge_environment.os, "cpu_count", lambda: 6)
+    assert compile_workers(settings, 4) == 6
