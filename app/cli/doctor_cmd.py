@@ -201,7 +201,7 @@ async def check_servers(host: str | None, base_url: str | None) -> list[Check]:
             r = await client.get(f"{ollama.rstrip('/')}/api/tags")
             r.raise_for_status()
             models = [str(m.get("name")) for m in r.json().get("models", []) if isinstance(m, dict)]
-            checks.append(Check("ollama", "ok", f"{ollama}: {_models_text(models)}"))
+            checks.append(Check("ollama", "ok" if models else "warn", f"{ollama}: {_models_text(models)}"))
         except Exception as exc:
             checks.append(
                 Check(
@@ -219,7 +219,7 @@ async def check_servers(host: str | None, base_url: str | None) -> list[Check]:
                 r = await client.get(f"{url.rstrip('/')}/models", headers=headers)
                 r.raise_for_status()
                 models = [str(m.get("id")) for m in r.json().get("data", []) if isinstance(m, dict)]
-                checks.append(Check("openai", "ok", f"{url}: {_models_text(models)}"))
+                checks.append(Check("openai", "ok" if models else "warn", f"{url}: {_models_text(models)}"))
             except Exception as exc:
                 checks.append(Check("openai", "warn", f"cannot list models at {url} ({type(exc).__name__})"))
         else:
@@ -279,5 +279,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--base-url", help="OpenAI-compatible server to probe")
     p.add_argument("--db", help="sessions database")
     p.add_argument("--cluster", metavar="ADDRESS", help="also check a Ray cluster: its nodes, and its GPUs by model")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=doctor)

@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import sys
 
+from cuda_llm.app.cli.argtypes import non_negative_float, non_negative_int, positive_float, positive_int
 from cuda_llm.app.cli.output import error, print_json
 
 EXIT_PAUSED = 3
@@ -28,23 +29,25 @@ def add_session_arguments(p: argparse.ArgumentParser) -> None:
         "--base-url",
         help="OpenAI-compatible server (default: $OPENAI_BASE_URL); the key comes from $OPENAI_API_KEY only",
     )
-    g.add_argument("--temperature", type=float)
+    g.add_argument("--temperature", type=non_negative_float, help="sampling temperature (0 or more)")
     g.add_argument("--seed", type=int)
-    g.add_argument("--num-ctx", type=int, help="ollama context window")
-    g.add_argument("--max-tokens", type=int, help="cut a reply after this many tokens")
+    g.add_argument("--num-ctx", type=positive_int, help="ollama context window")
+    g.add_argument("--max-tokens", type=positive_int, help="cut a reply after this many tokens")
     loop = p.add_argument_group("loop")
     loop.add_argument("--rounds", "-D", type=int, help="optimisation rounds (default 5)")
     loop.add_argument("--candidates", "-N", type=int, help="candidates per request (default 4)")
     loop.add_argument("--repairs", "-R", type=int, help="repair requests per round (default 3)")
-    loop.add_argument("--patience", "-K", type=int, help="stop after K rounds without a new best (default 3; 0: never)")
+    loop.add_argument(
+        "--patience", "-K", type=non_negative_int, help="stop after K rounds without a new best (default 3; 0: never)"
+    )
     loop.add_argument(
         "--target-roofline",
-        type=float,
+        type=non_negative_float,
         help="stop when the best reaches this share of the achievable roofline (our probes' measured ceilings, "
         "not the physical limit; default 0.9; 0: never)",
     )
-    loop.add_argument("--token-budget", type=int, help="stop after this many tokens")
-    loop.add_argument("--time-budget", type=float, help="stop after this many seconds")
+    loop.add_argument("--token-budget", type=positive_int, help="stop after this many tokens")
+    loop.add_argument("--time-budget", type=positive_float, help="stop after this many seconds")
     dev = p.add_argument_group("device")
     dev.add_argument("--compile-only", action="store_true", help="compile and bind only; no GPU")
     dev.add_argument("--arch", help="compile for this arch when there is no GPU (default sm_90)")

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from cuda_llm.app.cli.argtypes import positive_int
 from cuda_llm.app.cli.output import error, print_json, table
 
 
@@ -193,18 +194,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("sessions", help="list recorded sessions")
     p.add_argument("--db", help="sessions database (default: the user data folder)")
-    p.add_argument("--limit", type=int, default=50)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--limit", type=positive_int, default=50, help="show the newest N sessions (default 50)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=list_sessions)
 
     e = sub.add_parser("export", help="write a session's best kernel (.cu + plan.json) and its report")
-    e.add_argument("id", type=int)
+    e.add_argument("id", type=int, help="the session (`cuda-llm sessions` lists them)")
     e.add_argument("--candidate", metavar="LABEL", help="export this candidate (e.g. r2-1) instead of the best")
     e.add_argument(
         "--out", help="folder to write (default: ./cuda-llm-session-ID); its files of an earlier export are replaced"
     )
-    e.add_argument("--db")
-    e.add_argument("--json", action="store_true")
+    e.add_argument("--db", help="sessions database (default: the user data folder)")
+    e.add_argument("--json", action="store_true", help="say what was written, as JSON")
     e.set_defaults(func=export)
 
     r = sub.add_parser("replay", help="re-judge a recorded session's replies here (no model needed)")

@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import shutil
+from pathlib import Path
 
 from cuda_llm.app.cli.output import error, human_bytes, print_json, table
+
+# Marks a user task that has a built-in task's name (and so replaces it everywhere).
+SHADOW_MARK = "*"
+# The width a table is fitted to when the output is not a terminal (a pipe, a file).
+DEFAULT_COLUMNS = 100
+# A summary is cut no shorter than this, however narrow the terminal: a few words still say something.
+MIN_SUMMARY = 20
 
 
 def _si(n: float) -> str:
@@ -14,12 +23,36 @@ def _si(n: float) -> str:
     return f"{n:.0f}"
 
 
+def builtin_names() -> set[str]:
+    from cuda_llm.engine.task.library import TaskLibrary, builtin_tasks_dir
+
+    return set(TaskLibrary((builtin_tasks_dir(),)).folders())
+
+
+def builtin_tasks_dir() -> Path:
+    from cuda_llm.engine.task.library import builtin_tasks_dir as folder
+
+    return folder()
+
+
+def _fitted(rows: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The rows with their summaries cut to fit the terminal's width (a table that wraps reads as
+    noise); the whole summary is in --json."""
+    if not rows:
+        return rows
+    columns = shutil.get_terminal_size((DEFAULT_COLUMNS, 24)).columns
+    fixed = sum(max(len(str(r[i])) for r in rows) + 2 for i in range(len(rows[0]) - 1))
+    room = max(MIN_SUMMARY, columns - fixed - 1)
+    return [(*r[:-1], r[-1] if len(r[-1]) <= room else r[-1][: room - 3].rstrip() + "...") for r in rows]
+
+
 def list_tasks(args: argparse.Namespace) -> int:
     from cuda_llm.engine.core.errors import TaskFileError
     from cuda_llm.engine.task import TaskLibrary
 
     library = TaskLibrary()
-    rows, records, broken = [], [], []
+    builtin = builtin_names()
+    rows, records, broken, shadowing = [], [], [], []
     for item in library.load_all():
         if isinstance(item, TaskFileError):
             broken.append(str(item))
@@ -27,10 +60,15 @@ def list_tasks(args: argparse.Namespace) -> int:
             continue
         nbytes, flops = item.bytes_and_flops(item.timing)
         size = " ".join(f"{k}={v}" for k, v in item.timing.values)
-        rows.append((item.name, item.category, size, human_bytes(nbytes), _si(flops), item.summary))
+        shadows = item.name in builtin and Path(item.folder).resolve() != (builtin_tasks_dir() / item.name).resolve()
+        if shadows:
+            shadowing.append(f"{item.name}: {item.folder}")
+        name = item.name + (SHADOW_MARK if shadows else "")
+        rows.append((name, item.category, size, human_bytes(nbytes), _si(flops), item.summary))
         records.append(
             {
                 "name": item.name,
+                "shadows_builtin": shadows,
                 "category": item.category,
                 "summary": item.summary,
                 "folder": str(item.folder),
@@ -50,7 +88,10 @@ def list_tasks(args: argparse.Namespace) -> int:
     if args.json:
         print_json(records)
     else:
-        print(table(("task", "category", "timing size", "moves", "flops", "summary"), rows))
+        print(table(("task", "category", "timing size", "moves", "flops", "summary"), _fitted(rows)))
+        if shadowing:
+            mine = "; ".join(shadowing)
+            print(f"{SHADOW_MARK} your task replaces the built-in one of that name in every command: {mine}")
         for line in broken:
             print(f"broken: {line}")
     return 1 if broken else 0
@@ -62,6 +103,12 @@ def new_task(args: argparse.Namespace) -> int:
     from cuda_llm.engine.task.library import user_tasks_dir
     from cuda_llm.engine.task.scaffold import scaffold_task
 
+    if args.name in builtin_names() and not args.force:
+        error(
+            f"{args.name!r} is a built-in task: a task of yours with that name would replace it in every command; "
+            "choose another name, or add --force to replace it"
+        )
+        return 2
     root = output_folder(args.dir) if args.dir else user_tasks_dir()
     try:
         folder = scaffold_task(args.name, root)
@@ -83,4 +130,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     n = tsub.add_parser("new", help="scaffold a new task that validates out of the box")
     n.add_argument("name", help="the task's name (a C identifier)")
     n.add_argument("--dir", help="where to create it (default: the user task folder)")
+    n.add_argument("--force", action="store_true", help="allow a built-in task's name (yours then replaces it)")
     n.set_defaults(func=new_task)
