@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from cuda_llm.engine.core.settings import Settings
-from cuda_llm.engine.judge.judge_environment import open_environment
+from cuda_llm.engine.fsr.judging import open_environment
 from cuda_llm.engine.judge.metrics import figures
 from cuda_llm.engine.task import TaskLibrary
 

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cuda_llm.engine.core.settings import Settings
-from cuda_llm.engine.judge.judge_environment import open_environment
+from cuda_llm.engine.fsr.judging import open_environment
 from cuda_llm.engine.judge.judgement import Candidate, Compiled
 from cuda_llm.engine.task import TaskLibrary
 

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from cuda_llm.engine.core.settings import Settings
-from cuda_llm.engine.judge.judge_environment import open_environment
+from cuda_llm.engine.fsr.judging import open_environment
 from cuda_llm.engine.judge.judgement import Candidate, Compiled
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.plan import parse_plan

@@ -41,7 +41,7 @@ TASK_OF = {
 
 async def compile_both(task, reply: Path):
     from cuda_llm.engine.core.settings import Settings
-    from cuda_llm.engine.judge.judge_environment import open_environment
+    from cuda_llm.engine.fsr.judging import open_environment
     from cuda_llm.engine.judge.judgement import Candidate, Compiled
 
     settings = Settings()

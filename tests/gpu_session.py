@@ -11,7 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from cuda_llm.engine.core.settings import Settings, ValidationSettings
-from cuda_llm.engine.judge.judge_environment import JudgeEnvironment, gpu_unavailable_reason, open_environment
+from cuda_llm.engine.fsr.judging import open_environment
+from cuda_llm.engine.judge.judge_environment import JudgeEnvironment, gpu_unavailable_reason
 from cuda_llm.engine.judge.judgement import Candidate, Judgement
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.model import Task

@@ -166,7 +166,7 @@ def render(j, device: str, library=None, notes: tuple[str, ...] = ()) -> str:
 async def _evaluate(args: argparse.Namespace) -> int:
     from cuda_llm.engine.core.errors import UserError
     from cuda_llm.engine.core.settings import Settings
-    from cuda_llm.engine.judge.judge_environment import open_environment
+    from cuda_llm.engine.fsr.judging import open_environment
     from cuda_llm.engine.judge.judgement import Judgement
     from cuda_llm.engine.task import TaskLibrary
 

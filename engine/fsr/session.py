@@ -15,9 +15,10 @@ from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.core.settings import LoopSettings, Settings
 from cuda_llm.engine.fsr.control import Controller
 from cuda_llm.engine.fsr.events import EventBus
+from cuda_llm.engine.fsr.judging import open_environment
 from cuda_llm.engine.fsr.loop import FsrLoop, SessionResult
 from cuda_llm.engine.fsr.prompt import PromptBuilder
-from cuda_llm.engine.judge.judge_environment import JudgeEnvironment, nvrtc_version_text, open_environment
+from cuda_llm.engine.judge.judge_environment import JudgeEnvironment, nvrtc_version_text
 from cuda_llm.engine.llm.base import ModelProvider
 from cuda_llm.engine.llm.http_errors import display_url
 from cuda_llm.engine.llm.spec import parse_model_spec, server_of

@@ -126,31 +126,6 @@ async def sandbox_warning(compiler: CompilerPool) -> str | None:
     )
 
 
-async def open_environment(
-    settings: Settings,
-    arch: str | None = None,
-    compile_only: bool = False,
-    gpus: str | int | None = None,
-    cluster: str | None = None,
-) -> JudgeEnvironment:
-    """`gpus`: "0,1", a single index, or None for every visible GPU. `cluster`: the address of a Ray
-    cluster whose GPUs judge instead of this machine's (then `gpus` names a GPU model). The notice
-    of the environment says what a user should know first (compile-only, an unsandboxed compiler...)."""
-    if cluster and not compile_only:
-        # Imported only here: without --cluster nothing imports Ray (an optional extra).
-        from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
-
-        env: JudgeEnvironment = await open_cluster_environment(
-            settings, cluster, arch, str(gpus) if gpus is not None else None
-        )
-    else:
-        env = await _open(settings, arch, compile_only, gpus)
-    warning = await sandbox_warning(env.compiler)
-    if warning:
-        env = dataclasses.replace(env, notice="; ".join(n for n in (warning, env.notice) if n))
-    return env
-
-
 # Warm compiler processes per GPU judged on: a GPU validates a correct candidate in about the time
 # NVRTC takes to compile one (20-60 ms each), and a round's candidates arrive together, so with fewer
 # compilers than this the GPUs of a multi-GPU host wait for the compiles (a round of 8 on 4 GPUs
@@ -165,7 +140,7 @@ def compile_workers(settings: Settings, gpus: int) -> int:
     return max(1, min(wanted, os.cpu_count() or 1))
 
 
-async def _open(
+async def open_local_environment(
     settings: Settings, arch: str | None, compile_only: bool, gpus: str | int | None
 ) -> JudgeEnvironment:
     reason = "compile-only requested" if compile_only else gpu_unavailable_reason()

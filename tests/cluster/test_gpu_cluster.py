@@ -12,7 +12,8 @@ import pytest
 from ray_nodes import OBJECT_STORE_BYTES
 
 from cuda_llm.engine.core.settings import Settings, ValidationSettings
-from cuda_llm.engine.judge.judge_environment import gpu_unavailable_reason, open_environment
+from cuda_llm.engine.fsr.judging import open_environment
+from cuda_llm.engine.judge.judge_environment import gpu_unavailable_reason
 from cuda_llm.engine.judge.judgement import Candidate, Compiled
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.plan import parse_plan

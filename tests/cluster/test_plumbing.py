@@ -22,8 +22,8 @@ from cuda_llm.engine.cluster.connection import ClusterError
 from cuda_llm.engine.cluster.fleet import Fleet, Member
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.core.settings import Settings
+from cuda_llm.engine.fsr.judging import open_environment
 from cuda_llm.engine.gpu.protocol import RanOn
-from cuda_llm.engine.judge.judge_environment import open_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,0 +1,35 @@
+"""Where a session's candidates are judged: this machine's GPUs (engine/judge/judge_environment.py)
+or a Ray cluster's (engine/cluster/cluster_environment.py). It sits above both so that the judge never
+imports the cluster layer, and without --cluster nothing imports Ray (an optional extra)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from cuda_llm.engine.core.settings import Settings
+from cuda_llm.engine.judge.judge_environment import JudgeEnvironment, open_local_environment, sandbox_warning
+
+
+async def open_environment(
+    settings: Settings,
+    arch: str | None = None,
+    compile_only: bool = False,
+    gpus: str | int | None = None,
+    cluster: str | None = None,
+) -> JudgeEnvironment:
+    """`gpus`: "0,1", a single index, or None for every visible GPU. `cluster`: the address of a Ray
+    cluster whose GPUs judge instead of this machine's (then `gpus` names a GPU model). The notice
+    of the environment says what a user should know first (compile-only, an unsandboxed compiler...)."""
+    if cluster and not compile_only:
+        # Imported only here: without --cluster nothing imports Ray (an optional extra).
+        from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
+
+        env: JudgeEnvironment = await open_cluster_environment(
+            settings, cluster, arch, str(gpus) if gpus is not None else None
+        )
+    else:
+        env = await open_local_environment(settings, arch, compile_only, gpus)
+    warning = await sandbox_warning(env.compiler)
+    if warning:
+        env = dataclasses.replace(env, notice="; ".join(n for n in (warning, env.notice) if n))
+    return env
