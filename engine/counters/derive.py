@@ -16,6 +16,9 @@ from cuda_llm.engine.counters.model import CountersReport, Finding, KernelCounte
 TOO_SHORT_US = 5.0
 # A unit above this share of its peak is busy (ncu's Speed Of Light rule uses 60% for "high").
 BUSY_PCT = 60.0
+# The memory figure is DRAM's own when DRAM is within this of the busiest memory unit; further below,
+# the caches are what is busy.
+CACHE_MARGIN_PCT = 10.0
 # DRAM at this share of peak is about what the best streaming kernels reach (a float4 vector add
 # measured 78-90% on H100/H200): there is little left but moving fewer bytes.
 NEAR_PEAK_PCT = 80.0
@@ -31,7 +34,10 @@ COALESCED_PCT = 60.0
 # need (32 threads x 16 B = 512 B = 16 sectors) cannot be coalesced. 32-bit loads need 4.
 SECTORS_PER_REQUEST_MAX = 16.0
 IDEAL_SECTORS_32BIT = 4
-# Theoretical occupancy under this is worth naming with what caps it.
+# Loads or stores that are under this share of a kernel's global sectors are not judged for
+# coalescing: one thread writing a block's partial sum is no access pattern to fix.
+COALESCING_MIN_SHARE = 0.1
+# Theoretical occupancy of half or less is worth naming with what caps it.
 LOW_OCCUPANCY_PCT = 50.0
 # Achieved occupancy under this share of the theoretical one: warps are not resident as they
 # could be (too few blocks, a tail, or uneven blocks).
@@ -65,6 +71,7 @@ def _throughput(k: KernelCounters, reread: float | None) -> Finding | None:
     dram, sm = k.get(M.DRAM_PCT), k.get(M.SM_PCT)
     if dram is None or sm is None:
         return None
+    memory = max(k.get(M.MEMORY_PCT) or 0.0, dram)
     if dram >= NEAR_PEAK_PCT and dram >= sm and (reread is None or reread <= REREAD_FACTOR):
         moved = f" moving {reread:.2f}x the minimum bytes" if reread is not None else ""
         return Finding(
@@ -72,13 +79,17 @@ def _throughput(k: KernelCounters, reread: float | None) -> Finding | None:
             f"DRAM bandwidth-bound near peak: {dram:.0f}% of peak{moved}; only moving fewer bytes helps",
             k.launch,
         )
-    if dram >= BUSY_PCT and dram >= sm:
-        return Finding("memory_bound", f"memory-bound: DRAM at {dram:.0f}% of peak (SM {sm:.0f}%)", k.launch)
+    if memory >= BUSY_PCT and memory >= sm:
+        if dram >= memory - CACHE_MARGIN_PCT:
+            text = f"memory-bound: DRAM at {dram:.0f}% of peak (SM {sm:.0f}%)"
+        else:
+            text = f"memory-bound on the L1/L2 caches: {memory:.0f}% of their peak (DRAM {dram:.0f}%, SM {sm:.0f}%)"
+        return Finding("memory_bound", text, k.launch)
     if sm >= BUSY_PCT:
         return Finding("compute_bound", f"compute-bound: SM at {sm:.0f}% of peak (DRAM {dram:.0f}%)", k.launch)
     return Finding(
         "latency_bound",
-        f"latency-bound: neither DRAM ({dram:.0f}%) nor SM ({sm:.0f}%) is busy; more independent work per "
+        f"latency-bound: neither memory ({memory:.0f}%) nor SM ({sm:.0f}%) is busy; more independent work per "
         "thread or more warps hide it",
         k.launch,
     )
@@ -86,10 +97,15 @@ def _throughput(k: KernelCounters, reread: float | None) -> Finding | None:
 
 def _coalescing(k: KernelCounters) -> list[Finding]:
     out = []
+    sectors = {"loads": k.get(M.LD_SECTORS), "stores": k.get(M.ST_SECTORS)}
+    total = sum(v for v in sectors.values() if v is not None)
     for what, used_name, spr in (
         ("loads", M.LD_BYTES_USED, k.load_sectors_per_request),
         ("stores", M.ST_BYTES_USED, k.store_sectors_per_request),
     ):
+        mine = sectors[what]
+        if mine is not None and total and mine < COALESCING_MIN_SHARE * total:
+            continue
         used = k.get(used_name)
         per = f"{spr:.1f} sectors per request, {IDEAL_SECTORS_32BIT} ideal for 32-bit" if spr is not None else ""
         if used is not None and used < COALESCED_PCT:
@@ -134,7 +150,7 @@ def _conflicts(k: KernelCounters) -> Finding | None:
 
 def _occupancy(k: KernelCounters, sm_count: int | None) -> Finding | None:
     theoretical, achieved = k.get(M.THEORETICAL_OCC), k.get(M.ACHIEVED_OCC)
-    if theoretical is not None and theoretical < LOW_OCCUPANCY_PCT:
+    if theoretical is not None and theoretical <= LOW_OCCUPANCY_PCT:
         limits = {label: v for name, label in _LIMITERS.items() if (v := k.get(name)) is not None}
         cap = ""
         if limits:
@@ -226,13 +242,22 @@ def derive(kernels: tuple[KernelCounters, ...], min_bytes: int, sm_count: int | 
         short = f"too short to profile well ({total_us:.1f} us): the counters describe start-up"
         findings.append(Finding("too_short", short))
     findings += classes[:1] + ([reread] if reread else []) + classes[1:] + details
+    summary_parts = []
     if several:
         names = {
             k.launch: f"{k.kernel} ({k.duration_us / total_us:.0%} of the time)" if total_us else k.kernel
             for k in kernels
         }
+        seen: set[int] = set()
+        for f in findings[:SUMMARY_FINDINGS]:
+            if f.launch is not None and f.launch not in seen:  # the kernel is named once, at its first finding
+                seen.add(f.launch)
+                summary_parts.append(f"{names[f.launch]}: {f.text}")
+            else:
+                summary_parts.append(f.text)
         findings = [
             Finding(f.kind, f"{names[f.launch]}: {f.text}", f.launch) if f.launch is not None else f for f in findings
         ]
-    summary = "; ".join(f.text for f in findings[:SUMMARY_FINDINGS])
-    return CountersReport(kernels, tuple(findings), summary, min_bytes=min_bytes)
+    else:
+        summary_parts = [f.text for f in findings[:SUMMARY_FINDINGS]]
+    return CountersReport(kernels, tuple(findings), "; ".join(summary_parts), min_bytes=min_bytes)

@@ -14,6 +14,9 @@ DRAM_WRITE = "dram__bytes_write.sum"
 # Speed of light: the busiest memory (DRAM) and SM sub-unit, as a share of their peaks.
 DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 SM_PCT = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+# The busiest of DRAM, L2 and L1 ("Memory Throughput" of Speed Of Light): a kernel can be bound by its
+# caches while DRAM idles (data re-read from L1/L2).
+MEMORY_PCT = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
 L2_HIT = "lts__t_sector_hit_rate.pct"
 # Everything the L2 moved (to and from the SMs and DRAM): data fetched again and again from the L2
 # shows here when it no longer reaches DRAM (a naive matmul whose matrices fit the L2).
@@ -52,7 +55,7 @@ STALLS: dict[str, str] = {
     "barrier": "waiting at __syncthreads",
     "membar": "waiting on a memory fence",
     "mio_throttle": "shared-memory instruction queue full",
-    "lg_throttle": "global-memory instruction queue full (fewer, wider loads help)",
+    "lg_throttle": "global-memory instruction queue full: fewer, wider loads help",
     "math_pipe_throttle": "a math pipe is saturated",
     "tex_throttle": "texture unit queue full",
     "wait": "fixed-latency dependencies",
@@ -74,6 +77,7 @@ METRICS: tuple[str, ...] = (
     DRAM_WRITE,
     DRAM_PCT,
     SM_PCT,
+    MEMORY_PCT,
     L2_HIT,
     L2_BYTES,
     ACHIEVED_OCC,

@@ -1,0 +1,79 @@
+"""Parsing ncu's CSV: both table shapes, units, thousands separators, n/a, ncu's own message lines."""
+
+from __future__ import annotations
+
+import pytest
+from recorded_outputs import text
+
+from cuda_llm.engine.counters import metrics as M
+from cuda_llm.engine.counters import ncu_csv
+
+
+def test_the_details_page_gives_one_row_per_launch_in_base_units():
+    out = ncu_csv.parse(text("vector_add_float4.csv"))
+    assert [(r.id, r.kernel) for r in out.rows] == [(0, "vector_add4")]
+    values = out.rows[0].values
+    assert values[M.DRAM_READ] == 268_697_856  # "268,697,856" in the file
+    assert values[M.DURATION] == 151_936  # nanoseconds
+    assert values[M.DRAM_PCT] == pytest.approx(89.21)
+    assert set(M.METRICS) <= set(values)
+    assert out.errors == () and out.warnings == ()
+
+
+def test_the_raw_page_gives_the_same_shape_with_its_units_row_skipped():
+    out = ncu_csv.parse(text("reduction_two_pass_raw.csv"))
+    assert [(r.id, r.kernel) for r in out.rows] == [(0, "block_sums"), (1, "final_sum")]
+    assert out.rows[0].values[M.DRAM_READ] == 537_395_200
+    assert out.rows[1].values[M.GRID_SIZE] == 1
+    assert set(M.METRICS) <= set(out.rows[1].values)
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "expected"),
+    [
+        ("1.5", "Mbyte", 1.5e6),
+        ("2,048", "Kbyte", 2.048e6),
+        ("12.5", "usecond", 12_500.0),
+        ("3", "msecond", 3e6),
+        ("87.5", "%", 87.5),
+        ("n/a", "byte", None),
+        ("", "", None),
+        ("not a number", "", None),
+    ],
+)
+def test_values_become_base_units(value, unit, expected):
+    assert ncu_csv.number(value, unit) == expected
+
+
+def test_a_prefixed_unit_in_the_details_page_is_scaled():
+    csv_text = (
+        '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Section Name",'
+        '"Metric Name","Metric Unit","Metric Value"\n'
+        '"0","7","python3.12","h","k(float*, int)","1","7","s","dram__bytes_read.sum","Mbyte","33.55"\n'
+        '"0","7","python3.12","h","k(float*, int)","1","7","s","gpu__time_duration.sum","usecond","12.29"\n'
+        '"0","7","python3.12","h","k(float*, int)","1","7","s","lts__t_sector_hit_rate.pct","%","n/a"\n'
+    )
+    (row,) = ncu_csv.parse(csv_text).rows
+    assert row.values == {M.DRAM_READ: pytest.approx(33.55e6), M.DURATION: pytest.approx(12_290.0)}
+    assert ncu_csv.kernel_base(row.kernel) == "k"
+
+
+@pytest.mark.parametrize(
+    ("name", "base"),
+    [("vector_add", "vector_add"), ("void tiled<32>(const float *, float *)", "tiled"), ("k(int)", "k")],
+)
+def test_kernel_names_lose_their_signature(name, base):
+    assert ncu_csv.kernel_base(name) == base
+
+
+def test_errors_and_warnings_are_kept_and_no_table_is_no_rows():
+    out = ncu_csv.parse(text("not_permitted.log"))
+    assert out.rows == ()
+    assert out.errors and out.errors[0].startswith("ERR_NVGPUCTRPERM")
+    assert out.warnings == ("No kernels were profiled.",)
+
+
+def test_an_unknown_metric_is_named_so_it_can_be_dropped():
+    out = ncu_csv.parse(text("unknown_metric.log"))
+    assert ncu_csv.unknown_metrics(out.errors, M.METRICS) == (M.ST_BYTES_USED,)
+    assert ncu_csv.unknown_metrics(ncu_csv.parse(text("not_permitted.log")).errors, M.METRICS) == ()
