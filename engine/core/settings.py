@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -167,12 +168,32 @@ class WorkerSettings:
     job_slack_s: float = 30.0
 
 
+# When hardware counters are read (engine/counters): off: never; best: the candidate that becomes a
+# round's new best (and on demand: `eval --counters`, the TUI's key); all: every correct candidate.
+CountersMode = Literal["off", "best", "all"]
+COUNTERS_MODES: tuple[str, ...] = ("off", "best", "all")
+
+
+@dataclass(frozen=True)
+class CountersSettings:
+    # Best only by default: one ncu run costs seconds (each launch is replayed once per counter
+    # pass), which a round of four candidates should not pay four times for figures no prompt shows.
+    mode: CountersMode = "best"
+    # ncu starts the probe, which loads the task's inputs at the timing size (hundreds of MB) and
+    # replays each launch for some twenty counter passes: a few seconds usually, tens for the
+    # largest tasks. Past this the run is killed and the round goes on without counters.
+    timeout_s: float = 180.0
+    # Where ncu is; None: $CUDA_LLM_NCU, then PATH, then the CUDA toolkit's usual folders.
+    ncu_path: str | None = None
+
+
 @dataclass(frozen=True)
 class Settings:
     compile: CompileSettings = field(default_factory=CompileSettings)
     validation: ValidationSettings = field(default_factory=ValidationSettings)
     profile: ProfileSettings = field(default_factory=ProfileSettings)
     worker: WorkerSettings = field(default_factory=WorkerSettings)
+    counters: CountersSettings = field(default_factory=CountersSettings)
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuda_llm.engine.core.settings import ValidationSettings
+from cuda_llm.engine.core.settings import CountersSettings, ValidationSettings
 from cuda_llm.engine.counters import ncu_csv
 from cuda_llm.engine.counters.derive import derive
 from cuda_llm.engine.counters.metrics import METRICS
 from cuda_llm.engine.counters.model import CountersReport, KernelCounters, unavailable
 from cuda_llm.engine.counters.probe import ProbeSpec, write_spec
-from cuda_llm.engine.counters.settings import CountersSettings
 from cuda_llm.engine.gpu.protocol import DeviceInfo, ProgramRef
 from cuda_llm.engine.task.model import Task
 

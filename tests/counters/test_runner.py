@@ -17,11 +17,10 @@ from recorded_outputs import RECORDED
 
 from cuda_llm.engine.contract.binding import bind_plan
 from cuda_llm.engine.contract.signature import parse_kernels
-from cuda_llm.engine.core.settings import ValidationSettings
+from cuda_llm.engine.core.settings import CountersSettings, ValidationSettings
 from cuda_llm.engine.counters import metrics as M
 from cuda_llm.engine.counters import runner
 from cuda_llm.engine.counters.probe import ProbeSpec
-from cuda_llm.engine.counters.settings import CountersSettings
 from cuda_llm.engine.gpu.protocol import ProgramRef
 from cuda_llm.engine.task.library import TaskLibrary
 
