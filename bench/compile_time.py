@@ -14,7 +14,8 @@ import statistics
 import time
 
 from cuda_llm.engine.compile import CompilerPool, compile_once
-from cuda_llm.engine.compile.nvrtc import compile_in_process, nvrtc_version
+from cuda_llm.engine.compile.nvrtc import compile_in_process
+from cuda_llm.engine.compile.nvrtc_library import version as nvrtc_version
 from cuda_llm.engine.core.settings import CompileSettings
 from cuda_llm.engine.task import TaskLibrary
 

@@ -20,7 +20,7 @@ import time
 import uuid
 from pathlib import Path
 
-from cuda_llm.engine.compile import nvrtc
+from cuda_llm.engine.compile import nvrtc_library
 from cuda_llm.engine.compile.includes import check_source_policy
 from cuda_llm.engine.core.errors import FormatError
 
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             if marker in unguarded_compile(source)[1]:
                 bypasses.append(source)
                 print(f"BYPASS: {source!r}", flush=True)
-    version = ".".join(map(str, nvrtc.nvrtc_version()))
+    version = ".".join(map(str, nvrtc_library.version()))
     print(
         f"on {platform.node()} ({os.cpu_count()} cores), NVRTC {version}, seed {args.seed}, {args.seconds:.0f} s: "
         f"{tried:,} sources tried, {accepted:,} accepted by the policy and compiled by NVRTC unguarded, "

@@ -84,11 +84,9 @@ def check_compiler(arch: str) -> list[Check]:
         )
     ]
     try:
-        from cuda.bindings import nvrtc
+        from cuda_llm.engine.compile import nvrtc_library
 
-        from cuda_llm.engine.compile.headers import find_headers
-
-        dirs = find_headers(nvrtc, (major, minor))
+        dirs = nvrtc_library.header_folders()
         checks.append(
             Check(
                 "cuda headers",

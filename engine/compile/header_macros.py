@@ -571,12 +571,12 @@ def for_folders(folders: Sequence[str]) -> HeaderMacros:
 
 
 def compiler_folders() -> tuple[str, ...]:
-    """The header folders the compiler processes use (engine/compile/headers.py, the same call they
-    make; NVRTC is loaded here for its version), or the toolkit's when NVRTC cannot be loaded."""
-    from cuda_llm.engine.compile import headers, nvrtc
+    """The header folders the compiler processes use (engine/compile/nvrtc_library.py, the same call
+    they make; NVRTC is loaded here for its version), or the toolkit's when NVRTC cannot be loaded."""
+    from cuda_llm.engine.compile import headers, nvrtc_library
 
     try:
-        found = headers.find_headers(nvrtc._nvrtc(), nvrtc.nvrtc_version())
+        found = nvrtc_library.header_folders()
     except Exception:  # no NVRTC here: nothing compiles, but the toolkit's headers are still a guide
         found = headers.find_toolkit_headers()
     return tuple(str(d) for d in found.dirs) if found else ()

@@ -10,7 +10,6 @@ calls it directly for its own trusted harness kernels.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import time
@@ -19,10 +18,12 @@ from functools import partial
 from typing import Any
 
 from cuda_llm.engine.compile import headers as header_search
+from cuda_llm.engine.compile import nvrtc_library
 from cuda_llm.engine.compile.log import keep_own_diagnostics, parse_diagnostics, parse_ptxas, with_global_writes
+from cuda_llm.engine.compile.nvrtc_library import supported_archs
 from cuda_llm.engine.compile.prelude import with_prelude
 from cuda_llm.engine.compile.ptx import device_globals, precision_hints, ptx_entries
-from cuda_llm.engine.compile.result import CANDIDATE_FILE, CompileResult, CompilerUnavailableError, failed_result
+from cuda_llm.engine.compile.result import CANDIDATE_FILE, CompileResult, failed_result
 from cuda_llm.engine.compile.source import CheckedSource, check_source
 from cuda_llm.engine.core.settings import CompileSettings
 
@@ -34,34 +35,6 @@ from cuda_llm.engine.core.settings import CompileSettings
 PROGRAM_NAME = "/dev/null/" + CANDIDATE_FILE
 
 _ARCH = re.compile(r"(?:sm_|compute_)?(\d{2,3})([af]?)")
-
-
-@functools.cache
-def _nvrtc() -> Any:
-    try:
-        from cuda.bindings import nvrtc
-    except ImportError as exc:
-        raise CompilerUnavailableError(
-            f"cuda-bindings is not installed ({exc}): pip install 'cuda-bindings>=13' 'nvidia-cuda-nvrtc>=13'"
-        ) from exc
-    try:
-        nvrtc.nvrtcVersion()
-    except RuntimeError as exc:  # DynamicLibNotFoundError: libnvrtc.so.13 is missing
-        raise CompilerUnavailableError(
-            f"NVRTC could not be loaded ({exc}): pip install 'nvidia-cuda-nvrtc>=13'"
-        ) from exc
-    return nvrtc
-
-
-def nvrtc_version() -> tuple[int, int]:
-    _, major, minor = _nvrtc().nvrtcVersion()
-    return (major, minor)
-
-
-@functools.cache
-def supported_archs() -> tuple[int, ...]:
-    result = _nvrtc().nvrtcGetSupportedArchs()
-    return tuple(int(a) for a in result[1])
 
 
 def normalize_arch(arch: str | int) -> str:
@@ -140,8 +113,8 @@ def compile_checked(
     """Compile a source that already passed `check_source`. `include_dirs`: the CUDA header folders
     as this process must name them (a jailed compiler child sees them elsewhere, engine/compile/
     sandbox.py); None finds them."""
-    nvrtc = _nvrtc()
-    version = nvrtc_version()
+    nvrtc = nvrtc_library.load()
+    version = nvrtc_library.version()
     try:
         arch = normalize_arch(arch)
     except ValueError as exc:
@@ -158,7 +131,7 @@ def compile_checked(
     if not checked.headers:
         include_dirs = ()
     elif include_dirs is None:
-        found = header_search.find_headers(nvrtc, version)
+        found = nvrtc_library.header_folders()
         include_dirs = tuple(str(d) for d in found.dirs) if found else ()
     if checked.headers and not include_dirs:
         return failed_result(arch, header_search.NO_HEADERS_MESSAGE, version=version, headers=checked.headers)
@@ -250,9 +223,8 @@ def self_test_for(header_dirs: Sequence[str | os.PathLike[str]]) -> Callable[[tu
 def warm_up() -> dict[str, Any]:
     """Load NVRTC, find (or extract) the headers and compile a trivial kernel, so a compiler
     process's first real compile is as fast as its later ones. Returns what `doctor` shows."""
-    nvrtc = _nvrtc()
-    version = nvrtc_version()
-    found = header_search.find_headers(nvrtc, version)
+    version = nvrtc_library.version()
+    found = nvrtc_library.header_folders()
     probe = 'extern "C" __global__ void cuda_llm_probe(float* x) { x[threadIdx.x] = 0.0f; }\n'
     archs = supported_archs()
     arch = "sm_90" if 90 in archs else f"sm_{archs[-1]}"

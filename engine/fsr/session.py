@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cuda_llm.engine.compile import nvrtc_library
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.core.settings import LoopSettings, Settings
 from cuda_llm.engine.fsr.control import Controller
@@ -18,7 +19,7 @@ from cuda_llm.engine.fsr.events import EventBus
 from cuda_llm.engine.fsr.judging import open_environment
 from cuda_llm.engine.fsr.loop import FsrLoop, SessionResult
 from cuda_llm.engine.fsr.prompt import PromptBuilder
-from cuda_llm.engine.judge.judge_environment import JudgeEnvironment, nvrtc_version_text
+from cuda_llm.engine.judge.judge_environment import JudgeEnvironment
 from cuda_llm.engine.llm.base import ModelProvider
 from cuda_llm.engine.llm.http_errors import display_url
 from cuda_llm.engine.llm.spec import parse_model_spec, server_of
@@ -202,7 +203,7 @@ async def open_session(
         # What this session's figures depend on, so a row of a table can be reproduced from it.
         store.update_session(session_id, server=server_of(provider), environment_json=json.dumps(env.facts()))
         judge = env.judge(task, settings)
-        nvrtc = env.device.nvrtc_version if env.device else nvrtc_version_text()
+        nvrtc = env.device.nvrtc_version if env.device else nvrtc_library.version_text()
         builder = PromptBuilder(
             task,
             env.arch,

@@ -52,8 +52,7 @@ class WorkerState:
     """Everything the worker keeps between requests."""
 
     def __init__(self, device_index: int, settings: Any) -> None:
-        from cuda.bindings import nvrtc
-
+        from cuda_llm.engine.compile import nvrtc_library
         from cuda_llm.engine.gpu.driver import Context
         from cuda_llm.engine.gpu.harness import Harness, compile_harness
         from cuda_llm.engine.gpu.protocol import DeviceInfo
@@ -65,7 +64,7 @@ class WorkerState:
         major = ctx.attribute("COMPUTE_CAPABILITY_MAJOR")
         minor = ctx.attribute("COMPUTE_CAPABILITY_MINOR")
         drv = ctx.driver_version()
-        _, nv_major, nv_minor = nvrtc.nvrtcVersion()
+        nv_major, nv_minor = nvrtc_library.version()
         self.info = DeviceInfo(
             index=device_index,
             name=ctx.name(),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+from cuda_llm.engine.compile import nvrtc_library
 from cuda_llm.engine.compile.compiler_pool import CompilerPool
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.client import GpuUnavailable
@@ -51,7 +52,7 @@ class JudgeEnvironment:
             "packages": {name: _version(name) for name in FACT_PACKAGES},
             "compile_only": self.gpu is None,
             "arch": self.arch,
-            "nvrtc": self.device.nvrtc_version if self.device else nvrtc_version_text(),
+            "nvrtc": self.device.nvrtc_version if self.device else nvrtc_library.version_text(),
             "driver": self.device.driver_version if self.device else None,
             "gpu": None,
             "gpus_used": getattr(self.gpu, "size", 1) if self.gpu is not None else 0,
@@ -93,17 +94,6 @@ def _version(dist: str) -> str | None:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return None
-
-
-def nvrtc_version_text() -> str:
-    """NVRTC's version as "13.0", read in this process (compile-only mode has no worker to ask)."""
-    try:
-        from cuda.bindings import nvrtc
-
-        _, major, minor = nvrtc.nvrtcVersion()
-        return f"{major}.{minor}"
-    except Exception:
-        return "unknown"
 
 
 def gpu_unavailable_reason() -> str | None:

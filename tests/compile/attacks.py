@@ -195,10 +195,10 @@ def unguarded_compile(source: str) -> tuple[bool, str]:
     """NVRTC itself on `source`, in this process: no policy, no jail, the raw log, the CUDA headers'
     folders searched (so the attacks that climb out of them can). What an attack does when nothing
     stops it; never for anything but proving that."""
-    from cuda_llm.engine.compile import nvrtc
+    from cuda_llm.engine.compile import nvrtc, nvrtc_library
 
-    raw = nvrtc._nvrtc()
-    found = nvrtc.header_search.find_headers(raw, nvrtc.nvrtc_version())
+    raw = nvrtc_library.load()
+    found = nvrtc_library.header_folders()
     options = [b"-arch=sm_90", b"--std=c++17", *(f"-I{d}".encode() for d in (found.dirs if found else ()))]
     _, prog = raw.nvrtcCreateProgram(source.encode(), nvrtc.PROGRAM_NAME.encode(), 0, [], [])
     try:

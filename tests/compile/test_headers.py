@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cuda_llm.engine.compile import headers as header_search
-from cuda_llm.engine.compile import nvrtc
+from cuda_llm.engine.compile import nvrtc_library
 from cuda_llm.engine.compile.includes import ALLOWED_HEADER_FAMILIES, ALLOWED_HEADERS, is_allowed_header
 from cuda_llm.engine.compile.nvrtc import compile_in_process
 from tests.compile.attacks import K
@@ -35,7 +35,7 @@ def _fake_toolkit(root: Path, *, headers: tuple[str, ...] = header_search._COMPL
 
 @needs_nvrtc
 def test_bundled_headers_are_extracted_once_into_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    lib, version = nvrtc._nvrtc(), nvrtc.nvrtc_version()
+    lib, version = nvrtc_library.load(), nvrtc_library.version()
     if version < header_search.BUNDLED_HEADERS_SINCE:
         pytest.skip(f"NVRTC {version} has no bundled headers")
     monkeypatch.setenv("CUDA_LLM_HOME", str(tmp_path))
@@ -159,9 +159,9 @@ def _header_dirs(kind: str) -> tuple[str, tuple[Path, ...]]:
     if kind == "toolkit":
         found = header_search.find_toolkit_headers()
     else:
-        if nvrtc.nvrtc_version() < header_search.BUNDLED_HEADERS_SINCE:
+        if nvrtc_library.version() < header_search.BUNDLED_HEADERS_SINCE:
             pytest.skip("this NVRTC has no bundled headers")
-        found = header_search.install_bundled_headers(nvrtc._nvrtc(), nvrtc.nvrtc_version())
+        found = header_search.install_bundled_headers(nvrtc_library.load(), nvrtc_library.version())
     if found is None:
         pytest.skip(f"no {kind} headers here")
     return found.origin, found.dirs

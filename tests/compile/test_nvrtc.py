@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda_llm.engine.compile import nvrtc
+from cuda_llm.engine.compile import nvrtc, nvrtc_library
 from cuda_llm.engine.compile.includes import PolicyViolation
 from cuda_llm.engine.compile.nvrtc import compile_checked, compile_in_process
 from cuda_llm.engine.compile.prelude import PRELUDE_MACROS
@@ -279,7 +279,7 @@ def _raw_nvrtc_log(source: str) -> str:
 
 def _older_than(version: tuple[int, int]) -> bool:
     try:
-        return nvrtc.nvrtc_version() < version
+        return nvrtc_library.version() < version
     except Exception:  # no NVRTC: needs_nvrtc says so
         return True
 
