@@ -136,7 +136,7 @@ async def open_cluster_environment(
             peaks,
             device.arch,
             _notice(fleet, pool, others, arch),
-            connection,  # type: ignore[arg-type]
+            connection=connection,  # type: ignore[arg-type]
         )
     except BaseException:
         if fleet is not None:

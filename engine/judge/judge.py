@@ -41,6 +41,8 @@ from cuda_llm.engine.task.model import Task
 
 if TYPE_CHECKING:  # the pool and the worker are passed in; importing them here would pull in NVRTC
     from cuda_llm.engine.compile.compiler_pool import CompilerPool
+    from cuda_llm.engine.counters.model import CountersReport
+    from cuda_llm.engine.counters.runner import NcuCounters
     from cuda_llm.engine.gpu.gpu_pool import GpuPool
 
 
@@ -80,6 +82,7 @@ class Judge:
         settings: Settings,
         device: DeviceInfo | None = None,
         peaks: Peaks | None = None,
+        counters: NcuCounters | None = None,
     ) -> None:
         self.task = task
         self.compiler = compiler
@@ -88,6 +91,7 @@ class Judge:
         self.settings = settings
         self.device = device
         self.peaks = peaks
+        self.counters = counters  # reads hardware counters on this machine's GPU; None: not here
         self._baseline: Compiled | None = None
         self._library: LibraryResult | None = None
         # What a launch may ask for: the GPU's own limits, or the target arch's in compile-only mode.
@@ -365,6 +369,19 @@ class Judge:
             result = LibraryResult(outcome.library_name or name, t, fig, device=outcome.device)
         self._library = result
         return result
+
+    # ---- hardware counters: what limits it (engine/counters) ----------------------------------
+    async def read_counters(self, compiled: Compiled) -> CountersReport:
+        """The program's hardware counters at the timing size and what they say limits it, read in a
+        process of its own after timing (never inside it). Without a local GPU or ncu, the report
+        holds the one line that says why."""
+        from cuda_llm.engine.counters.model import unavailable
+
+        if self.gpu is None or self.device is None:
+            return unavailable("compile-only: there is no GPU to read counters on")
+        if self.counters is None:
+            return unavailable("counters are read on this machine's own GPUs only (not on a cluster's)")
+        return await self.counters.collect(self.task, compiled.program(), self.device)
 
     # ---- all three, for one candidate ----------------------------------------------------------
     async def judge(self, cand: Candidate, profile: bool = True) -> Judgement:

@@ -32,6 +32,8 @@ class JudgeEnvironment:
     peaks: Peaks | None
     arch: str
     notice: str | None  # "no CUDA driver: compile-only", shown once
+    # Reads hardware counters on this machine's GPU (engine/counters); None on a cluster or without one.
+    counters: Any = None
 
     def facts(self) -> dict[str, Any]:
         """What the figures judged here depend on, recorded with each session (and carried by `export`
@@ -76,7 +78,7 @@ class JudgeEnvironment:
         return facts
 
     def judge(self, task: Task, settings: Settings) -> Judge:
-        return Judge(task, self.compiler, self.gpu, self.arch, settings, self.device, self.peaks)
+        return Judge(task, self.compiler, self.gpu, self.arch, settings, self.device, self.peaks, self.counters)
 
     async def close(self) -> None:
         if self.gpu is not None:
@@ -150,7 +152,11 @@ async def open_local_environment(
             if len({d.arch for d in devices}) > 1:
                 notices.append("the GPUs differ in architecture; use --gpus to pick one kind")
             compiler = CompilerPool(settings.compile, workers=compile_workers(settings, len(devices)))
-            return JudgeEnvironment(compiler, pool, devices[0], peaks, devices[0].arch, "; ".join(notices) or None)
+            from cuda_llm.engine.counters.runner import NcuCounters  # ncu runs only with a local GPU
+
+            counters = NcuCounters(settings.counters, settings.validation)
+            joined = "; ".join(notices) or None
+            return JudgeEnvironment(compiler, pool, devices[0], peaks, devices[0].arch, joined, counters)
     chosen = arch or DEFAULT_ARCH
     notice = None if compile_only else f"{reason}: compile-only for {chosen}"
     return JudgeEnvironment(CompilerPool(settings.compile), None, None, None, chosen, notice)

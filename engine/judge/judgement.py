@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from cuda_llm.engine.compile.result import CompileResult
+from cuda_llm.engine.counters.model import CountersReport
 from cuda_llm.engine.gpu.protocol import ProgramRef, RanOn, Timing, ValidationReport
 from cuda_llm.engine.judge.metrics import Figures
 from cuda_llm.engine.task.plan import BoundPlan, LaunchPlan
@@ -65,6 +66,8 @@ class Judgement:
     device: str | None = None
     # The machine and GPU its last GPU stage (validation, or timing) ran on; None without a GPU.
     ran_on: RanOn | None = None
+    # Hardware counters at the timing size and what they say limits it (engine/counters), when read.
+    counters: CountersReport | None = None
 
     @property
     def failed(self) -> bool:
