@@ -1,8 +1,16 @@
-"""A round of 8 correct candidates judged (compiled, validated, timed against the baseline) on 1 GPU
-and on 2 GPUs of the same host. Median of 3 rounds after a warm-up round. Prints the wall times, the
-ratio and the device. Target (issue 6): 2 GPUs at least 1.7x faster than 1.
+"""A round of 8 correct candidates judged (compiled, validated, timed against the baseline) on 1, 2
+and 4 GPUs of the same host; with --cluster also through the Ray path on the same GPUs (a local Ray
+head with one actor per GPU, compiles on this process as without Ray). Median of --repeats rounds
+after a warm-up round. Prints the device, the wall times, the ratios and where the workers spent
+their time; --json writes it all. Targets (issue 27): 2 GPUs at least 1.8x faster than 1, 4 GPUs
+3.4x.
 
-    python -m bench.round_gpus [--task vector_add] [--repeats 3]
+    python -m bench.round_gpus [--gpus 1,2,4] [--repeats 5] [--cluster] [--json F]
+
+Each count N judges on GPUs 0..N-1 (counts beyond the host's GPUs are skipped, and said so). Every
+configuration gets the compiler processes the engine gives that many GPUs (compile_workers), the Ray
+one as well, so the two paths differ only in how jobs reach the GPUs. bench/round_tasks.py runs the
+same measurement over five tasks.
 """
 
 from __future__ import annotations
@@ -14,10 +22,13 @@ import json
 import statistics
 import sys
 import time
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from cuda_llm.engine.core.settings import Settings
-from cuda_llm.engine.fsr.judging import open_environment
+from cuda_llm.engine.judge.judge_environment import compile_workers
 from cuda_llm.engine.judge.judgement import Candidate, Compiled
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.plan import parse_plan
@@ -33,6 +44,9 @@ VECTOR = (
     " *reinterpret_cast<float4*>(c + i) = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w); }"
     " else { for (int j = i; j < n; ++j) c[j] = a[j] + b[j]; } }"
 )
+# A Ray head for --cluster: one CPU per GPU actor is plenty (actors take none), a small object store
+# (the round ships a few KiB of task files and cubins).
+RAY_OBJECT_STORE_BYTES = 256 * 2**20
 
 
 def candidates() -> list[Candidate]:
@@ -58,6 +72,8 @@ class RoundResult:
     profile_s: float  # timing them against the baseline
     validation_phases_s: dict[str, float]  # in the workers, summed over the 8 candidates
     profile_phases_s: tuple[dict[str, float], ...]  # each GPU's timing job
+    validations_per_gpu: dict[str, int]  # where the 8 were validated
+    timed_per_gpu: dict[str, int]  # where they were timed
 
 
 async def one_round(judge, cands: list[Candidate]) -> RoundResult:
@@ -72,10 +88,25 @@ async def one_round(judge, cands: list[Candidate]) -> RoundResult:
     assert all(j.status == "correct" for _c, j in judged), [j.message for _c, j in judged]
     validated = time.perf_counter()
     timing = await judge.profile(judged)
-    assert all(j.timing is not None for j in timing.judgements)
+    assert all(j.timing is not None for j in timing.judgements), [j.message for j in timing.judgements]
     end = time.perf_counter()
     val_phases = summed(j.validation.phases_s for _c, j in judged if j.validation)
-    return RoundResult(end - start, validated - start, end - validated, val_phases, timing.profile_phases_s)
+    return RoundResult(
+        end - start,
+        validated - start,
+        end - validated,
+        val_phases,
+        timing.profile_phases_s,
+        dict(Counter(_where(j) for _c, j in judged)),
+        dict(Counter(_where(j) for j in timing.judgements)),
+    )
+
+
+def _where(judgement) -> str:
+    r = judgement.ran_on
+    if r is None:
+        return "?"
+    return f"{r.gpu_index}@{r.node_id[:8]}" if r.node_id else str(r.gpu_index)
 
 
 def summed(phases) -> dict[str, float]:
@@ -90,64 +121,171 @@ def fmt_phases(p: dict[str, float]) -> str:
     return ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in p.items())
 
 
-async def measure(task_name: str, gpus: str, repeats: int) -> tuple[RoundResult, str]:
-    """The median of `repeats` rounds (by each figure), with the phases of the last round."""
-    settings = Settings()
-    env = await open_environment(settings, gpus=gpus)
+def median_round(rounds: list[RoundResult]) -> RoundResult:
+    """The median of each figure, with the phases and placement of the last round."""
+    last = rounds[-1]
+    return dataclasses.replace(
+        last,
+        total_s=statistics.median(r.total_s for r in rounds),
+        validate_s=statistics.median(r.validate_s for r in rounds),
+        profile_s=statistics.median(r.profile_s for r in rounds),
+    )
+
+
+def settings_for(gpus: int) -> Settings:
+    """The settings a session on `gpus` GPUs of this host gets (the compiler pool sized for them),
+    for the Ray path too."""
+    base = Settings()
+    return dataclasses.replace(base, compile=dataclasses.replace(base.compile, max_workers=compile_workers(base, gpus)))
+
+
+class RayHead:
+    """A local Ray head that believes in `gpus` GPUs: Ray gives its actors GPUs 0..gpus-1, as the
+    local pool uses them."""
+
+    def __init__(self, gpus: int) -> None:
+        from ray.cluster_utils import Cluster
+
+        head = {
+            "num_cpus": gpus,
+            "num_gpus": gpus,
+            "include_dashboard": False,
+            "object_store_memory": RAY_OBJECT_STORE_BYTES,
+        }
+        self.cluster = Cluster(initialize_head=True, head_node_args=head)
+        self.address = self.cluster.address
+
+    def close(self) -> None:
+        self.cluster.shutdown()
+
+
+async def open_env(gpus: int, ray_head: RayHead | None):
+    settings = settings_for(gpus)
+    if ray_head is None:
+        from cuda_llm.engine.fsr.judging import open_environment
+
+        env = await open_environment(settings, gpus=",".join(str(i) for i in range(gpus)))
+    else:
+        from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
+        from cuda_llm.engine.cluster.settings import ClusterSettings
+
+        # Compiles stay on this process, as on the local path: only the way to the GPUs differs.
+        env = await open_cluster_environment(settings, ray_head.address, cluster=ClusterSettings(remote_compilers=0))
     if env.gpu is None:
-        raise SystemExit(f"bench/round_gpus needs GPUs: {env.notice}")
+        raise SystemExit(f"bench needs GPUs: {env.notice}")
+    return env, settings
+
+
+async def measure(
+    rounds_by_task: dict[str, list[Candidate]], gpus: int, repeats: int, ray: bool
+) -> tuple[dict[str, RoundResult], str]:
+    """Each task's median round on GPUs 0..gpus-1 (through Ray with `ray`), and the device."""
+    head = RayHead(gpus) if ray else None
     try:
-        judge = env.judge(TaskLibrary().get(task_name), settings)
-        cands = candidates()
-        await one_round(judge, cands)  # warm-up: references, baseline, compiler processes
-        rounds = [await one_round(judge, cands) for _ in range(repeats)]
-        median = RoundResult(
-            statistics.median(r.total_s for r in rounds),
-            statistics.median(r.validate_s for r in rounds),
-            statistics.median(r.profile_s for r in rounds),
-            rounds[-1].validation_phases_s,
-            rounds[-1].profile_phases_s,
-        )
-        return median, env.gpu.describe()
+        env, settings = await open_env(gpus, head)
+        try:
+            out = {}
+            for name, cands in rounds_by_task.items():
+                judge = env.judge(TaskLibrary().get(name), settings)
+                await one_round(judge, cands)  # warm-up: references, baseline, compiler processes
+                out[name] = median_round([await one_round(judge, cands) for _ in range(repeats)])
+            return out, env.gpu.describe()
+        finally:
+            await env.close()
     finally:
-        await env.close()
+        if head is not None:
+            head.close()
+
+
+def gpu_counts(text: str) -> list[int]:
+    from cuda_llm.engine.gpu.gpu_pool import visible_gpu_count
+
+    wanted = sorted({int(x) for x in text.split(",") if x.strip()})
+    have = visible_gpu_count()
+    counts = [n for n in wanted if 1 <= n <= have]
+    skipped = [n for n in wanted if n not in counts]
+    if skipped:
+        print(f"(skipped {', '.join(map(str, skipped))} GPU(s): this host has {have})", file=sys.stderr)
+    if not counts:
+        raise SystemExit(f"bench needs GPUs: this host has {have}")
+    return counts
+
+
+def run_all(
+    rounds_by_task: dict[str, list[Candidate]], counts: Sequence[int], repeats: int, cluster: bool
+) -> list[dict[str, Any]]:
+    """One entry per (path, GPU count): the local pool for every count, then Ray's with `cluster`."""
+    runs = []
+    for path in ("local", "ray") if cluster else ("local",):
+        for n in counts:
+            results, device = asyncio.run(measure(rounds_by_task, n, repeats, path == "ray"))
+            runs.append({"path": path, "gpus": n, "device": device, "rounds": results})
+    return runs
+
+
+def ratios(runs: list[dict[str, Any]], task: str | None) -> dict[str, float]:
+    """Speedups over the local pool on 1 GPU, by 'path:N' (`task` None: the tasks' rounds summed),
+    and Ray's time over the local pool's for the same GPUs ('ray/local:N')."""
+
+    def total(run: dict[str, Any]) -> float:
+        rounds = run["rounds"]
+        return rounds[task].total_s if task else sum(r.total_s for r in rounds.values())
+
+    by = {(r["path"], r["gpus"]): total(r) for r in runs}
+    base = by.get(("local", 1)) or by[min(k for k in by if k[0] == "local")]
+    out = {f"{path}:{n}": base / t for (path, n), t in by.items()}
+    for (path, n), t in by.items():
+        if path == "ray" and ("local", n) in by:
+            out[f"ray/local:{n}"] = t / by[("local", n)]
+    return out
+
+
+def report(runs: list[dict[str, Any]], task: str) -> None:
+    """The lines for one task: the times and ratios, then where each configuration spent them."""
+    speed = ratios(runs, task)
+    first = runs[0]
+    print(f"round of 8 {task} candidates on {first['device'].split(' x ')[-1]}:")
+    for r in runs:
+        res: RoundResult = r["rounds"][task]
+        n, path = r["gpus"], r["path"]
+        label = f"{n} GPU{'s' if n > 1 else ''}" + (" via Ray" if path == "ray" else "")
+        extra = f", {speed[f'ray/local:{n}']:.2f}x the local pool's time" if f"ray/local:{n}" in speed else ""
+        print(
+            f"  {label:>14}: {res.total_s:.3f} s ({speed[f'{path}:{n}']:.2f}x){extra}; "
+            f"compile+validate {res.validate_s:.3f} s, timing {res.profile_s:.3f} s  [{r['device']}]"
+        )
+    for r in runs:
+        res = r["rounds"][task]
+        label = f"{r['path']} {r['gpus']}"
+        print(f"  {label}: validation (all 8, in the workers): {fmt_phases(res.validation_phases_s)}")
+        print(f"  {label}: validated per GPU {res.validations_per_gpu}, timed per GPU {res.timed_per_gpu}")
+        for i, p in enumerate(res.profile_phases_s):
+            print(f"  {label}: timing job {i}: {fmt_phases(p)}")
+
+
+def as_json(runs: list[dict[str, Any]], tasks: Sequence[str]) -> dict[str, Any]:
+    return {
+        "tasks": list(tasks),
+        "candidates": 8,
+        "runs": [{**r, "rounds": {t: dataclasses.asdict(x) for t, x in r["rounds"].items()}} for r in runs],
+        "speedups": {t: ratios(runs, t) for t in tasks},
+        "speedups_all_tasks": ratios(runs, None),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", default="vector_add")
+    p.add_argument("--gpus", default="1,2,4", help="GPU counts to compare, e.g. 1,2 (default 1,2,4)")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--cluster", action="store_true", help="also through the Ray path: a local head, one actor per GPU")
     p.add_argument("--json")
     args = p.parse_args(argv)
-    one, dev1 = asyncio.run(measure(args.task, "0", args.repeats))
-    two, dev2 = asyncio.run(measure(args.task, "0,1", args.repeats))
-    result = {
-        "task": args.task,
-        "candidates": 8,
-        "one_gpu_s": one.total_s,
-        "two_gpus_s": two.total_s,
-        "speedup": one.total_s / two.total_s,
-        "one_gpu": dataclasses.asdict(one),
-        "two_gpus": dataclasses.asdict(two),
-        "device_1": dev1,
-        "device_2": dev2,
-    }
-    print(
-        f"round of 8 {args.task} candidates: 1 GPU {one.total_s:.2f} s ({dev1}), 2 GPUs {two.total_s:.2f} s "
-        f"({dev2}): {one.total_s / two.total_s:.2f}x"
-    )
-    print(
-        f"  compile+validate: {one.validate_s:.2f} s vs {two.validate_s:.2f} s "
-        f"({one.validate_s / two.validate_s:.2f}x); "
-        f"timing: {one.profile_s:.2f} s vs {two.profile_s:.2f} s ({one.profile_s / two.profile_s:.2f}x)"
-    )
-    for gpus, r in (("1 GPU", one), ("2 GPUs", two)):
-        print(f"  {gpus}, last round: validation (all 8, in the workers): {fmt_phases(r.validation_phases_s)}")
-        for i, p in enumerate(r.profile_phases_s):
-            print(f"  {gpus}, last round: timing job on GPU {i}: {fmt_phases(p)}")
+    counts = gpu_counts(args.gpus)
+    runs = run_all({"vector_add": candidates()}, counts, args.repeats, args.cluster)
+    report(runs, "vector_add")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=2)
+            json.dump(as_json(runs, ["vector_add"]), fh, indent=2)
     return 0
 
 

@@ -1,0 +1,56 @@
+"""bench/round_gpus.py and bench/round_tasks.py on the fake GPU: the rounds run through the real
+judge and the real GPU pool (its workers replaced by fakes), each configuration's validations and
+timings land on all of its GPUs, and the JSON carries the figures and ratios. No wall clock is
+asserted (speed targets are for the GPU host)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from fakes.fake_gpu import FAKE_DEVICE, FakeGpu, fake_environment
+
+from bench import round_gpus, round_tasks
+from cuda_llm.engine.gpu.gpu_pool import GpuPool
+
+
+async def fake_pool_env(gpus: int, ray_head):
+    assert ray_head is None
+    settings = round_gpus.settings_for(gpus)
+    pool = GpuPool(list(range(gpus)), settings)
+    fakes = []
+    for i in range(gpus):
+        fake = FakeGpu(info=dataclasses.replace(FAKE_DEVICE, index=i, uuid=f"GPU-fake-{i}"))
+        fake.device_index = i  # what the pool reads of a GpuWorker
+        fakes.append(fake)
+    pool.workers = fakes  # type: ignore[assignment]
+    await pool.start()
+    env = dataclasses.replace(fake_environment(fakes[0], workers=2), gpu=pool)
+    return env, settings
+
+
+def test_each_configuration_validates_and_times_on_every_gpu(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(round_gpus, "open_env", fake_pool_env)
+    monkeypatch.setattr(round_gpus, "gpu_counts", lambda text: [int(x) for x in text.split(",")])
+    out = tmp_path / "round.json"
+    assert round_gpus.main(["--gpus", "1,2", "--repeats", "1", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    runs = {r["gpus"]: r for r in data["runs"]}
+    one, two = runs[1]["rounds"]["vector_add"], runs[2]["rounds"]["vector_add"]
+    assert runs[2]["device"] == "2 x Fake H100"
+    assert sum(one["validations_per_gpu"].values()) == 8 and len(one["validations_per_gpu"]) == 1
+    # (Validations go to whichever GPU is free: with instant fakes, that may be one GPU for all.)
+    assert sum(two["validations_per_gpu"].values()) == 8 and set(two["validations_per_gpu"]) <= {"0", "1"}
+    assert two["timed_per_gpu"] == {"0": 4, "1": 4}, "equal candidates: four timed on each GPU"
+    assert len(two["profile_phases_s"]) == 2, "one timing job per GPU"
+    assert set(data["speedups"]["vector_add"]) == {"local:1", "local:2"}
+    assert data["speedups"]["vector_add"]["local:1"] == pytest.approx(1.0)
+
+
+def test_the_five_tasks_candidates_are_eight_launch_shapes_of_each_baseline() -> None:
+    for name in round_tasks.TASKS:
+        cands = round_tasks.variants(name)
+        assert len(cands) == 8 and len({c.label for c in cands}) == 8, name
+        shapes = {tuple(c.plan.launches[0].block) for c in cands}
+        assert len(shapes) == 8 or name == "vector_add", (name, shapes)
