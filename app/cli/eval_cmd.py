@@ -23,6 +23,8 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_PLAN_BYTES = 256 * 1024
 # Names `cuda-llm export` writes (app/cli/sessions_cmd.py).
 EXPORT_KERNEL, EXPORT_PLAN, EXPORT_REPORT = "kernel.cu", "plan.json", "report.json"
+# The FILE argument that judges the task's own baseline (`cuda-llm eval TASK baseline`).
+BASELINE_WORD = "baseline"
 
 
 @dataclass(frozen=True)
@@ -172,9 +174,11 @@ async def _evaluate(args: argparse.Namespace) -> int:
 
     settings = Settings()
     task = TaskLibrary().get(args.task)
-    # Files first: a path mistake costs no compiler or GPU start.
+    # Files first: a path mistake costs no compiler or GPU start. The word `baseline` (no such file)
+    # judges the task's own baseline: PyTorch eager for a task imported from a module.
+    own_baseline = args.file == BASELINE_WORD and not Path(args.file).exists()
     try:
-        source = _source(args)
+        source = None if own_baseline else _source(args)
     except NotTextError as exc:
         source = None
         result = Judgement(Path(args.file).name if args.file != STDIN else "stdin", "format_error", str(exc))
@@ -184,7 +188,9 @@ async def _evaluate(args: argparse.Namespace) -> int:
     library = None
     try:
         judge = env.judge(task, settings)
-        if source is not None:
+        if own_baseline:
+            result = await judge.baseline_judgement()
+        elif source is not None:
             cand = _candidate(source, judge)
             result = cand if isinstance(cand, Judgement) else await judge.judge(cand, profile=not args.no_profile)
         if not args.no_profile:
@@ -225,7 +231,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("task", help="task name or folder")
     p.add_argument(
         "file",
-        help="a model reply (.md), CUDA source (.cu, with --plan), a folder `cuda-llm export` wrote, or - (stdin)",
+        help="a model reply (.md), CUDA source (.cu, with --plan), a folder `cuda-llm export` wrote, - (stdin), "
+        "or `baseline` (the task's own baseline: PyTorch eager for an imported task)",
     )
     p.add_argument("--plan", help="the launch plan (JSON) for a .cu file")
     p.add_argument("--compile-only", action="store_true", help="compile and bind only; no GPU")

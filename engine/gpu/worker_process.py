@@ -118,6 +118,7 @@ class WorkerState:
             self.info = dataclasses.replace(self.info, memory_clock_mhz=mem_clock, memory_bus_bits=bus_bits)
         self._tasks: dict[str, Any] = {}
         self._libraries: dict[str, Any] = {}
+        self._eager: dict[str, Any] = {}
         self._profiler = None
 
     def task(self, folder: str) -> Any:
@@ -147,6 +148,16 @@ class WorkerState:
             except (LibraryError, ImportError, OSError, RuntimeError) as exc:
                 return None, name, f"{name} is unavailable here: {type(exc).__name__}: {exc}"
         return self._libraries[key], name, None
+
+    def eager(self, task: Any) -> Any:
+        """PyTorch eager, the baseline of a task imported from a module (engine/torchtask/eager.py)."""
+        from cuda_llm.engine.torchtask.eager import EagerProgram
+
+        key = f"{task.folder}|{task.fingerprint}"
+        if key not in self._eager:
+            self._eager.clear()  # one imported task at a time keeps its weights on the device
+            self._eager[key] = EagerProgram(self.ctx, task)
+        return self._eager[key]
 
     @property
     def profiler(self) -> Any:
@@ -229,11 +240,15 @@ def _context_healthy(state: WorkerState) -> bool:
 
 def handle_validate(state: WorkerState, req: Any):
     from cuda_llm.engine.gpu.driver import CudaError, KernelTimeout
+    from cuda_llm.engine.gpu.library import LibraryError
     from cuda_llm.engine.gpu.protocol import Response, ValidationReport
     from cuda_llm.engine.gpu.runner import PlanError
     from cuda_llm.engine.gpu.validate import validate
+    from cuda_llm.engine.torchtask.eager import is_eager_baseline
 
     task = state.task(req.task_folder)
+    # An imported task's baseline is PyTorch eager: it is validated in place of baseline.cu.
+    binder = state.eager(task).binder(task) if is_eager_baseline(task, req.program.label) else None
     _printf_bytes()
     module = None
     fatal = False
@@ -251,7 +266,10 @@ def handle_validate(state: WorkerState, req: Any):
             module,
             req.program.plan,
             state.settings.validation,
+            binder,
         )
+    except LibraryError as exc:
+        report = ValidationReport(verdict="launch_error", summary=str(exc))
     except (CudaError, KernelTimeout, PlanError) as exc:
         fault, fatal = _fault_response(exc, getattr(exc, "case", None))
         if not fatal and not _context_healthy(state):
@@ -271,17 +289,22 @@ def handle_validate(state: WorkerState, req: Any):
 def handle_profile(state: WorkerState, req: Any):
     from cuda_llm.engine.gpu.driver import CudaError, KernelTimeout
     from cuda_llm.engine.gpu.protocol import Response
+    from cuda_llm.engine.torchtask.eager import is_eager_baseline
 
     task = state.task(req.task_folder)
     modules = []
     try:
         programs = []
+        # An imported task's baseline is PyTorch eager, timed in place of baseline.cu.
+        eager = state.eager(task) if any(is_eager_baseline(task, p.label) for p in req.programs) else None
         for p in req.programs:
+            if eager is not None and is_eager_baseline(task, p.label):
+                continue
             module = state.ctx.load_module(p.cubin)
             modules.append(module)
             programs.append((p.label, module, p.plan, p.trusted))
         library, name, note = state.library(task) if req.library else (None, None, None)
-        report = state.profiler.profile(task, programs, library)
+        report = state.profiler.profile(task, programs, library, eager)
         if req.library:
             report = dataclasses.replace(report, library_name=name, library_note=note)
         return Response(ok=True, result=report)
