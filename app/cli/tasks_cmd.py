@@ -98,6 +98,12 @@ def list_tasks(args: argparse.Namespace) -> int:
 
 
 def new_task(args: argparse.Namespace) -> int:
+    if getattr(args, "from_module", None):
+        args.files, args.gpu_memory = [args.from_module], None
+        return import_tasks(args)
+    if not args.name:
+        error("give the new task's name (tasks new NAME), or a module file to make it from (--from FILE.py)")
+        return 2
     from cuda_llm.app.cli.files import output_folder
     from cuda_llm.engine.core.errors import UserError
     from cuda_llm.engine.task.library import user_tasks_dir
@@ -122,13 +128,82 @@ def new_task(args: argparse.Namespace) -> int:
     return 0
 
 
+def _module_files(paths: list[str]) -> list[Path]:
+    """The module files named, a folder standing for every .py file in it."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        files.extend(sorted(f for f in p.glob("*.py") if not f.name.startswith("_")) if p.is_dir() else [p])
+    return files
+
+
+def import_tasks(args: argparse.Namespace) -> int:
+    from cuda_llm.app.cli.files import output_folder
+    from cuda_llm.engine.core.errors import UserError
+    from cuda_llm.engine.task.library import user_tasks_dir
+    from cuda_llm.engine.torchtask.importer import import_module
+    from cuda_llm.engine.torchtask.inspect_module import torch_missing
+
+    missing = torch_missing()
+    if missing:
+        error(missing)
+        return 2
+    files = _module_files(args.files)
+    if args.name and len(files) != 1:
+        error("--name names one task: give one module file with it, or leave it out to name each after its file")
+        return 2
+    if not files:
+        error(f"no module files in {', '.join(args.files)} (a module file is a .py defining Model and get_inputs)")
+        return 2
+    root = output_folder(args.dir) if args.dir else user_tasks_dir()
+    memory = int(args.gpu_memory * 2**30) if args.gpu_memory else None
+    failed = 0
+    for f in files:
+        name = args.name or None
+        if name in builtin_names() and not args.force:
+            error(f"{name!r} is a built-in task's name; choose another --name, or add --force to replace it")
+            failed += 1
+            continue
+        try:
+            done = import_module(f, root, name, memory)
+        except UserError as exc:
+            error(str(exc))
+            failed += 1
+            continue
+        size = " ".join(f"{k}={v}" for k, v in done.sizes.items()) or "fixed shapes"
+        cases = f"{done.validation_cases} smaller case(s)"
+        print(f"created {done.folder} from {f.name}: sizes {size}, {cases}; {done.memory_note}")
+    if files and len(files) > failed:
+        if args.dir:
+            print(f"add {root} to CUDA_LLM_TASK_PATH so the library finds it")
+        print("check one with: cuda-llm eval TASK baseline   (its baseline is PyTorch eager)")
+    return 2 if failed else 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tasks", help="list the task library; `tasks new NAME` scaffolds a task")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=list_tasks)
     tsub = p.add_subparsers(dest="tasks_command", metavar="")
     n = tsub.add_parser("new", help="scaffold a new task that validates out of the box")
-    n.add_argument("name", help="the task's name (a C identifier)")
+    n.add_argument("name", nargs="?", help="the task's name (a C identifier)")
     n.add_argument("--dir", help="where to create it (default: the user task folder)")
     n.add_argument("--force", action="store_true", help="allow a built-in task's name (yours then replaces it)")
+    n.add_argument(
+        "--from", dest="from_module", metavar="FILE.py", help="make it from a PyTorch module file (as `tasks import`)"
+    )
     n.set_defaults(func=new_task)
+    i = tsub.add_parser(
+        "import",
+        help="make tasks of PyTorch module files (Model, get_inputs, get_init_inputs), judged against eager",
+    )
+    i.add_argument("files", nargs="+", metavar="FILE.py", help="module files, or folders of them")
+    i.add_argument("--name", help="the task's name (default: the file's name)")
+    i.add_argument("--dir", help="where to create it (default: the user task folder)")
+    i.add_argument("--force", action="store_true", help="allow a built-in task's name (yours then replaces it)")
+    i.add_argument(
+        "--gpu-memory",
+        type=float,
+        metavar="GIB",
+        help="check the problem fits a GPU with this much free memory (default: this machine's GPU, if any)",
+    )
+    i.set_defaults(func=import_tasks)

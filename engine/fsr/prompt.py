@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from string import Template
 
+from cuda_llm.engine.counters.describe import prompt_text as counters_prompt_text
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks
 from cuda_llm.engine.judge.judgement import Judgement, LibraryResult
 from cuda_llm.engine.judge.metrics import ROOFLINE_NAME
@@ -133,7 +134,10 @@ class PromptBuilder:
             "custom": f"|error| <= {tol.atol:g} + {tol.rtol:g} * (the task's error scale, e.g. the sum of |terms|)",
         }[tol.scale]
         nbytes, flops = t.bytes_and_flops(t.timing)
-        return _template("task.md").substitute(
+        # A task imported from a PyTorch module shows the module, and eager as its baseline.
+        template = "task_pytorch.md" if t.pytorch_module else "task.md"
+        module_source = (t.folder / t.pytorch_module).read_text(encoding="utf-8").strip() if t.pytorch_module else ""
+        return _template(template).substitute(
             name=t.name,
             summary=t.summary,
             description=t.description,
@@ -146,6 +150,7 @@ class PromptBuilder:
             bytes=_si(nbytes, "B"),
             flops=_si(flops, "FLOP") if flops else "no",
             reference=t.reference_file.read_text(encoding="utf-8").strip(),
+            module_source=module_source,
             baseline_source=t.baseline_source.strip(),
             baseline_plan=json.dumps(t.baseline_plan.to_json(), indent=1),
         )
@@ -342,6 +347,7 @@ class PromptBuilder:
             best_time=_us(best.timing.median_us) if best.timing else "(untimed)",
             best_figures=figures,
             best_resources=("Resources: " + resources) if resources else "",
+            best_counters=counters_prompt_text(best.counters),
             best_source=cand.source.strip() if cand else "",
             best_plan=json.dumps(cand.plan.to_json(), indent=1) if cand else "",
             history=history_text,

@@ -31,6 +31,7 @@ from cuda_llm.engine.gpu.telemetry import Nvml
 from cuda_llm.engine.gpu.validate import BufferSet, poison, task_bytes
 from cuda_llm.engine.task.model import Task
 from cuda_llm.engine.task.reference import case_seed
+from cuda_llm.engine.torchtask.eager import EAGER_LABEL
 
 # Host-side cost of enqueuing one launch from Python (measured 3.5-5.4 us on H100/H200); the delay
 # kernel in front of a timed region covers this many microseconds per launch, plus a fixed margin.
@@ -361,7 +362,11 @@ class Profiler:
 
     # ---- the job ---------------------------------------------------------------------------
     def profile(
-        self, task: Task, programs: list[tuple[str, Any, Any, bool]], library: Library | None = None
+        self,
+        task: Task,
+        programs: list[tuple[str, Any, Any, bool]],
+        library: Library | None = None,
+        eager: Any = None,
     ) -> ProfileReport:
         """Time (label, loaded module, bound plan, trusted) programs interleaved at the timing size,
         and the task's vendor-library program with them when `library` is given (checked against the
@@ -375,6 +380,10 @@ class Profiler:
         entries = [
             _Entry(label, ModuleFunctions(self.ctx, module), plan, trusted) for label, module, plan, trusted in programs
         ]
+        if eager is not None:
+            # PyTorch eager as an imported task's baseline (engine/torchtask/eager.py): a program
+            # bound like the library's, trusted like the baseline it stands for.
+            entries.insert(0, _Entry(EAGER_LABEL, None, None, trusted=True, library=eager))
         if library is not None:
             entries.append(_Entry(LIBRARY_LABEL, None, None, library=library))
         # The inputs go up once; every program's own buffers are filled from them on the device.

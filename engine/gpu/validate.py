@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -23,6 +25,10 @@ from cuda_llm.engine.gpu.runner import ModuleFunctions, prepare
 from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import BufferSpec, SizeCase, Task
 from cuda_llm.engine.task.reference import case_seed
+
+# Binds a program that is not a launch plan (PyTorch eager, engine/torchtask/eager.py) to one
+# case's buffers: (case, device buffers) -> an object with run(ctx), resources and release(ctx).
+Binder = Callable[[SizeCase, dict[str, DeviceBuffer]], Any]
 
 
 @dataclass
@@ -103,6 +109,7 @@ def run_case(
     label: str,
     settings: ValidationSettings,
     phase: PhaseClock | None = None,
+    binder: Binder | None = None,
 ) -> CaseOutcome:
     """Run one validation case twice and judge it. Raises PlanError, CudaError or KernelTimeout.
 
@@ -120,9 +127,12 @@ def run_case(
             for name, host in ref.inputs.items():
                 ctx.upload(bufs.device[name], host)
         with phase("allocate"):
-            prepared = prepare(
-                ctx, info, funcs, plan, task.env(case), task.params(case), bufs.device, task_bytes(task, case)
-            )
+            if binder is not None:
+                prepared = binder(case, bufs.device)
+            else:
+                prepared = prepare(
+                    ctx, info, funcs, plan, task.env(case), task.params(case), bufs.device, task_bytes(task, case)
+                )
             pristine = {name: bufs.snapshot(name) for name in ref.inputs}
         timeout = settings.launch_timeout_s
         first_run: dict[str, DeviceBuffer] = {}
@@ -263,12 +273,13 @@ def validate(
     module,
     plan,
     settings: ValidationSettings,
+    binder: Binder | None = None,
 ) -> ValidationReport:
     """Judge one loaded module. PlanError/CudaError/KernelTimeout propagate to the worker, which
     turns them into a verdict (and restarts itself after a sticky error or a hang)."""
     start = time.monotonic()
     phase = PhaseClock()
-    funcs = ModuleFunctions(ctx, module)
+    funcs = ModuleFunctions(ctx, module) if binder is None else None
     cases: list[CaseReport] = []
     mismatches: list[Mismatch] = []
     patterns: list[str] = []
@@ -283,7 +294,7 @@ def validate(
             with phase("reference"):
                 ref = refs.get(task, case, case_seed(task, case, s))
             try:
-                outcome = run_case(ctx, info, harness, funcs, task, plan, case, ref, label, settings, phase)
+                outcome = run_case(ctx, info, harness, funcs, task, plan, case, ref, label, settings, phase, binder)
             except Exception as exc:
                 exc.case = label  # type: ignore[attr-defined]  # the worker names the case in its report
                 raise

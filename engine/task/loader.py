@@ -32,6 +32,7 @@ _TOP_KEYS = {
     "tolerance",
     "roofline",
     "baseline",
+    "pytorch",
 }
 
 
@@ -237,6 +238,30 @@ def _roofline(r: _Reader, known: set[str]) -> Roofline:
     )
 
 
+def _pytorch(r: _Reader, folder: Path, buffers: tuple[BufferSpec, ...]) -> str | None:
+    """The [pytorch] table of an imported task (engine/torchtask/): which buffer is which of the
+    module's tensors. None for a task written by hand."""
+    t = r.get(r.data, "pytorch", dict, "pytorch", None)
+    if t is None:
+        return None
+    unknown = set(t) - {"module", "inputs", "outputs", "parameters", "fixed", "returns_tuple"}
+    if unknown:
+        raise r.fail("pytorch", f"unknown key(s) {sorted(unknown)}")
+    module = r.get(t, "module", str, "pytorch.module")
+    if not (folder / module).is_file():
+        raise r.fail("pytorch.module", f"{folder / module} is missing")
+    roles = {b.name: b.role for b in buffers}
+    named = [*r.get(t, "inputs", list, "pytorch.inputs"), *r.get(t, "parameters", dict, "pytorch.parameters", {})]
+    for field, names, role in (
+        ("pytorch.inputs", named, "input"),
+        ("pytorch.outputs", r.get(t, "outputs", list, "pytorch.outputs"), "output"),
+    ):
+        for n in names:
+            if roles.get(n) != role:
+                raise r.fail(field, f"{n!r} is not an {role} buffer of this task")
+    return module
+
+
 def load_task(folder: Path | str, settings: ValidationSettings | None = None) -> Task:
     """Load `folder/task.toml` and its files; raise TaskFileError with one precise line."""
     folder = Path(folder)
@@ -307,4 +332,5 @@ def load_task(folder: Path | str, settings: ValidationSettings | None = None) ->
         baseline_plan=plan,
         folder=folder,
         fingerprint=_fingerprint(folder),
+        pytorch_module=_pytorch(r, folder, buffers),
     )

@@ -93,6 +93,10 @@ class Task:
     baseline_plan: LaunchPlan
     folder: Path
     fingerprint: str  # hash of the folder's files: keys caches of reference outputs
+    # A task imported from a PyTorch module (`tasks import`): the module's file in the folder. Its
+    # baseline is then PyTorch eager, run by the GPU worker in place of baseline.cu
+    # (engine/torchtask/eager.py); the prompt shows the module instead of reference.py.
+    pytorch_module: str | None = None
 
     @property
     def inputs(self) -> tuple[BufferSpec, ...]:

@@ -1,0 +1,13 @@
+"""Tasks from PyTorch modules (`cuda-llm tasks import FILE.py`).
+
+The field's problem format is a Python file with `Model(nn.Module)`, `get_inputs()` and
+`get_init_inputs()`. Importing one runs the user's code, so it happens in a child process with a
+time limit (probe.py, driven by inspect.py); writer.py turns what the child found into a task folder
+whose reference is the module in float64 (runtime.py) and whose baseline is PyTorch eager, timed by
+our own profiler in the GPU worker (eager.py).
+
+PyTorch is an optional extra: nothing here imports it at module level, and only the child, the
+reference of an imported task and the GPU worker's eager program ever load it.
+"""
+
+INSTALL_HINT = 'pip install "cuda-llm[torch]"'

@@ -1,0 +1,125 @@
+"""PyTorch eager as the baseline of an imported task, run in the GPU worker.
+
+The worker validates and times it in place of the task's baseline.cu: the module at its own dtype
+on the harness's own stream, reading and writing the harness's device buffers (wrapped as tensors,
+nothing copied in), so it is measured exactly as a candidate is (L2 flushed, queued behind the
+delay kernel, interleaved, on the same placements). It duck-types the library program of
+engine/gpu/library.py, so the profiler treats it as one: never captured in a graph, its host-side
+queueing time measured and kept out of the timed region.
+
+While timed, eager runs forward and keeps the result in PyTorch's allocator as a user of eager
+does; for validation it also copies the result into the task's output buffers (a copy kernel
+eager's own timing does not pay).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cuda_llm.engine.gpu.library import BoundLibrary, LibraryError
+from cuda_llm.engine.task.dtypes import DTYPES
+from cuda_llm.engine.task.model import SizeCase, Task
+
+if TYPE_CHECKING:
+    from cuda_llm.engine.gpu.driver import Context, DeviceBuffer
+
+EAGER_NAME = "PyTorch eager"
+# The label the worker gives eager's timing: it stands in for the baseline.
+EAGER_LABEL = "baseline"
+
+
+def is_eager_baseline(task: Task, label: str) -> bool:
+    return task.pytorch_module is not None and label == EAGER_LABEL
+
+
+class _DeviceArray:
+    """A device buffer as __cuda_array_interface__, so torch.as_tensor wraps it without a copy."""
+
+    def __init__(self, ptr: int, shape: tuple[int, ...], dtype: str) -> None:
+        self.__cuda_array_interface__ = {
+            "shape": shape,
+            "typestr": np.dtype(DTYPES[dtype].numpy).str,
+            "data": (int(ptr), False),
+            "version": 3,
+            "strides": None,
+            "stream": None,  # the harness orders its own stream: no synchronisation on wrapping
+        }
+
+
+class _OnStream:
+    """`with` scope making the harness stream PyTorch's current stream (BoundLibrary enters it)."""
+
+    def __init__(self, torch: Any, stream: Any) -> None:
+        self.torch = torch
+        self.stream = stream
+        self._scope: Any = None
+
+    def __enter__(self) -> None:
+        self._scope = self.torch.cuda.stream(self.stream)
+        self._scope.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._scope.__exit__(*exc)
+
+
+class EagerProgram:
+    """The imported module of one task in this worker: PyTorch set up once, bound per buffer set."""
+
+    name = EAGER_NAME
+
+    def __init__(self, ctx: Context, task: Task) -> None:
+        import torch
+
+        from cuda_llm.engine.torchtask.runtime import ImportedModule
+
+        self.torch = torch
+        self.ctx = ctx
+        self.module = ImportedModule(task.folder)
+        torch.cuda.set_device(ctx.index)
+        # The task's fp32 contract holds for the yardstick too: cuDNN's default TF32 convolutions
+        # would be faster and fail the tolerance every candidate is held to.
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+        self.stream = torch.cuda.ExternalStream(int(ctx.stream), device=torch.device("cuda", ctx.index))
+        self._models: dict[str, Any] = {}
+        self._kept: list[Any] = []  # the last result, alive until the next run (as eager code holds it)
+
+    def _model(self, task: Task, case: SizeCase) -> Any:
+        if case.label not in self._models:
+            self._models.clear()  # one size at a time: the previous size's weights go
+            self._models[case.label] = self.module.build(task.params(case), f"cuda:{self.ctx.index}")
+        return self._models[case.label]
+
+    def bind(
+        self, task: Task, case: SizeCase, device: dict[str, DeviceBuffer], write_outputs: bool = False
+    ) -> BoundLibrary:
+        torch = self.torch
+        env = task.env(case)
+        sizes = task.params(case)
+        tensors = {
+            b.name: torch.as_tensor(_DeviceArray(device[b.name].ptr, b.shape_for(env), b.dtype), device="cuda")
+            for b in task.buffers
+        }
+        binding = self.module.binding
+        try:
+            model = self._model(task, case)
+        except Exception as exc:
+            raise LibraryError(f"{EAGER_NAME} could not build the module: {type(exc).__name__}: {exc}") from None
+        args = [tensors[n] for n in binding.inputs]
+        params = {path: tensors[n] for n, path in binding.parameters.items()}
+        outputs = [tensors[n] for n in binding.outputs]
+
+        def enqueue() -> None:
+            result = self.module.forward(model, sizes, args, params)
+            if write_outputs:
+                for dst, src in zip(outputs, result, strict=True):
+                    dst.copy_(src.reshape(dst.shape))
+            self._kept[:] = result
+
+        return BoundLibrary(EAGER_NAME, enqueue, _OnStream(torch, self.stream))
+
+    def binder(self, task: Task):
+        """For validation: bind(case, device buffers) with the result written to the outputs."""
+        return lambda case, device: self.bind(task, case, device, write_outputs=True)

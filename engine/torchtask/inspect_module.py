@@ -1,0 +1,105 @@
+"""Run probe.py on a user's module file in a child process with a time limit (importing the file
+runs the user's code: a hang, a crash or a sys.exit there must not take `tasks import` with it)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cuda_llm.engine.core.errors import UserError
+from cuda_llm.engine.torchtask import INSTALL_HINT
+
+# Importing PyTorch alone takes seconds on a busy machine; the probes run on the meta device and
+# one small real run: a minute is a file that hangs, not one that is slow.
+PROBE_TIMEOUT_S = 120.0
+
+
+class ImportRefused(UserError):
+    """The module file cannot become a task; `str()` is the one line saying why."""
+
+
+def torch_missing() -> str | None:
+    if importlib.util.find_spec("torch") is None:
+        return f"PyTorch is not installed: {INSTALL_HINT} adds it (tasks import runs the module with it)"
+    return None
+
+
+@dataclass(frozen=True)
+class TensorFacts:
+    name: str
+    dtype: str
+    shape: tuple[str, ...]  # expressions of the size constants
+    path: str = ""  # a parameter's or buffer's name inside the module (conv.weight)
+
+
+@dataclass(frozen=True)
+class ModuleFacts:
+    """What the child found: every tensor's name, dtype and shape, the size constants and cases."""
+
+    source: Path
+    sizes: dict[str, int]  # the constants that set shapes, at the file's values
+    fixed: dict[str, int]  # integer constants kept at the file's value
+    validation: tuple[dict[str, int], ...]  # smaller cases whose shapes follow the fits
+    inputs: tuple[TensorFacts, ...]
+    params: tuple[TensorFacts, ...]
+    outputs: tuple[TensorFacts, ...]
+    flops: str
+    returns_tuple: bool = False  # forward returns a tuple (of one tensor, perhaps)
+    gpu_free_bytes: int | None = None  # the GPU's free memory where the child saw one
+
+    @classmethod
+    def from_json(cls, source: Path, data: dict[str, Any]) -> ModuleFacts:
+        def tensors(key: str) -> tuple[TensorFacts, ...]:
+            return tuple(TensorFacts(t["name"], t["dtype"], tuple(t["shape"]), t.get("path", "")) for t in data[key])
+
+        return cls(
+            source=source,
+            sizes=dict(data["sizes"]),
+            fixed=dict(data["fixed"]),
+            validation=tuple(dict(c) for c in data["validation"]),
+            inputs=tensors("inputs"),
+            params=tensors("params"),
+            outputs=tensors("outputs"),
+            flops=str(data["flops"]),
+            returns_tuple=bool(data.get("returns_tuple", False)),
+            gpu_free_bytes=data.get("gpu_free_bytes"),
+        )
+
+
+def inspect_module(path: Path, timeout_s: float = PROBE_TIMEOUT_S) -> ModuleFacts:
+    """The facts of a module file, or ImportRefused with one line."""
+    if not path.is_file():
+        raise ImportRefused(f"{path}: no such file")
+    if path.suffix != ".py":
+        raise ImportRefused(f"{path}: not a Python file (a module file defines Model, get_inputs, get_init_inputs)")
+    missing = torch_missing()
+    if missing:
+        raise ImportRefused(missing)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "cuda_llm.engine.torchtask.probe", str(path.resolve())],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            cwd=path.resolve().parent,
+        )
+    except subprocess.TimeoutExpired:
+        raise ImportRefused(
+            f"{path.name} did not finish loading within {timeout_s:.0f} s (does importing it or get_inputs() hang?)"
+        ) from None
+    lines = done.stdout.strip().splitlines()
+    try:
+        data = json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError:
+        data = None
+    if not isinstance(data, dict):
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ImportRefused(f"{path.name}: loading it ended the process (exit {done.returncode}): {tail}")
+    if "error" in data:
+        raise ImportRefused(str(data["error"]))
+    return ModuleFacts.from_json(path, data)

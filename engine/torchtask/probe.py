@@ -1,0 +1,305 @@
+"""The child process of `tasks import`: runs the user's module file and prints what it found.
+
+    python -m cuda_llm.engine.torchtask.probe FILE.py
+
+prints one JSON object on its last line of stdout: the facts writer.py needs, or {"error": LINE}.
+The module runs on PyTorch's meta device (shapes without memory: a module of several GB at its own
+sizes costs nothing here), at the file's constants, at each size constant + 1 (to express shapes
+in the constants) and at smaller sizes (the validation cases, kept only where the fitted shapes
+hold). One real run in float64 on the CPU at the smallest case proves the reference computes.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import keyword
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from cuda_llm.engine.torchtask.shapes import agrees, fit_shape, used_names
+
+# Integer constants below this are kernel sizes, strides, axes or counts of heads, not sizes a
+# user scales: changing them changes what the module computes, so they stay at the file's value.
+MIN_SIZE_VALUE = 8
+# Smaller sizes tried for validation: every size constant mapped by one rule. Odd, non-power-of-two
+# values where the file's value allows (a kernel must not assume a multiple of its tile).
+SMALL_RULES = (
+    ("tiny", lambda v: min(v, 5)),
+    ("odd", lambda v: min(v, 13)),
+    ("third", lambda v: max(1, v // 3) | 1),
+)
+# Real values are computed at the smallest validation case; past this many elements the check
+# would cost more than it proves.
+REAL_RUN_MAX_ELEMENTS = 1 << 22
+_C_KEYWORDS = frozenset(
+    [
+        "auto",
+        "bool",
+        "break",
+        "case",
+        "char",
+        "const",
+        "continue",
+        "default",
+        "do",
+        "double",
+        "else",
+        "enum",
+        "extern",
+        "float",
+        "for",
+        "goto",
+        "if",
+        "int",
+        "long",
+        "register",
+        "return",
+        "short",
+        "signed",
+        "sizeof",
+        "static",
+        "struct",
+        "switch",
+        "typedef",
+        "union",
+        "unsigned",
+        "void",
+        "volatile",
+        "while",
+        "half",
+    ]
+)
+_DTYPES = {
+    "torch.float32": "float32",
+    "torch.float64": "float64",
+    "torch.float16": "float16",
+    "torch.int32": "int32",
+    "torch.int64": "int64",
+    "torch.uint8": "uint8",
+    "torch.int8": "int8",
+}
+
+
+class Refused(Exception):
+    """One line for the user: the module cannot become a task as it is."""
+
+
+def c_name(text: str, taken: set[str]) -> str:
+    name = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in text) or "t"
+    if name[0].isdigit():
+        name = "p" + name
+    if name in _C_KEYWORDS or keyword.iskeyword(name) or name.startswith("__"):
+        name += "_t"
+    base, i = name, 2
+    while name in taken:
+        name, i = f"{base}_{i}", i + 1
+    taken.add(name)
+    return name
+
+
+def _dtype(t: Any, what: str) -> str:
+    name = str(t.dtype)
+    if name not in _DTYPES:
+        raise Refused(f"{what} is {name.removeprefix('torch.')}; task buffers can be {', '.join(_DTYPES.values())}")
+    return _DTYPES[name]
+
+
+class ModuleFile:
+    def __init__(self, path: Path) -> None:
+        import importlib.util
+
+        self.path = path
+        spec = importlib.util.spec_from_file_location("cuda_llm_imported_module", path)
+        if spec is None or spec.loader is None:
+            raise Refused(f"{path} cannot be imported as Python")
+        self.module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(self.module)
+        except Exception as exc:
+            raise Refused(f"{path.name} fails to import: {type(exc).__name__}: {exc}") from None
+        import torch
+
+        model = getattr(self.module, "Model", None)
+        if not (isinstance(model, type) and issubclass(model, torch.nn.Module)):
+            raise Refused(f"{path.name} defines no Model class (an nn.Module subclass); the format needs one")
+        if not callable(getattr(self.module, "get_inputs", None)):
+            raise Refused(f"{path.name} defines no get_inputs(); the format needs one returning forward's inputs")
+        self.constants = {
+            k: v
+            for k, v in vars(self.module).items()
+            if type(v) is int and not k.startswith("_") and v >= MIN_SIZE_VALUE
+        }
+
+    def run(self, values: dict[str, int], device: str, dtype: Any = None) -> dict[str, Any]:
+        """Run the module with these constants; return its tensors' facts (and the tensors)."""
+        import torch
+        from torch.utils.flop_counter import FlopCounterMode
+
+        for k, v in values.items():
+            setattr(self.module, k, v)
+        torch.manual_seed(0)
+        with torch.device(device):
+            init = self.module.get_init_inputs() if callable(getattr(self.module, "get_init_inputs", None)) else []
+            try:
+                inputs = self.module.get_inputs()
+            except Exception as exc:
+                raise Refused(f"get_inputs() raised {type(exc).__name__}: {exc}") from None
+            try:
+                model = self.module.Model(*init)
+            except Exception as exc:
+                raise Refused(f"Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}") from None
+        if not isinstance(inputs, list | tuple):
+            raise Refused(f"get_inputs() returns a {type(inputs).__name__}, not a list of tensors")
+        for i, x in enumerate(inputs):
+            if not isinstance(x, torch.Tensor):
+                raise Refused(
+                    f"get_inputs() item {i} is a {type(x).__name__}, not a tensor: only tensors become task "
+                    "buffers (make it a module constant or a Model argument)"
+                )
+        model = model.to(device)
+        inputs = [x.to(device) for x in inputs]
+        if dtype is not None:
+            model = model.to(dtype)
+            inputs = [x.to(dtype) if x.is_floating_point() else x for x in inputs]
+        state = dict(model.named_parameters(remove_duplicate=False)) | dict(model.named_buffers(remove_duplicate=False))
+        counter = FlopCounterMode(display=False)
+        try:
+            with torch.no_grad(), counter:
+                out = model(*inputs)
+        except Exception as exc:
+            raise Refused(f"forward raised {type(exc).__name__}: {exc}") from None
+        outs = list(out) if isinstance(out, list | tuple) else [out]
+        for i, o in enumerate(outs):
+            if not isinstance(o, torch.Tensor):
+                what = type(out).__name__ if o is out else f"a {type(out).__name__} holding a {type(o).__name__}"
+                raise Refused(f"forward returns {what} (item {i}), not a tensor or a tuple of tensors")
+        return {
+            "inputs": [(_dtype(x, f"input {i}"), list(x.shape)) for i, x in enumerate(inputs)],
+            "params": [(k, _dtype(t, f"parameter {k}"), list(t.shape)) for k, t in state.items()],
+            "outputs": [(_dtype(o, f"output {i}"), list(o.shape)) for i, o in enumerate(outs)],
+            "flops": int(counter.get_total_flops()),
+            "tuple": isinstance(out, list | tuple),
+            "forward_args": list(inspect.signature(model.forward).parameters),
+        }
+
+
+def _shapes(facts: dict[str, Any]) -> list[list[int]]:
+    return [s for _, s in facts["inputs"]] + [s for _, _, s in facts["params"]] + [s for _, s in facts["outputs"]]
+
+
+def _elements(facts: dict[str, Any]) -> int:
+    total = 0
+    for shape in _shapes(facts):
+        n = 1
+        for d in shape:
+            n *= d
+        total += n
+    return total
+
+
+def probe(path: Path) -> dict[str, Any]:
+    mf = ModuleFile(path)
+    base_values = dict(mf.constants)
+    base = mf.run(base_values, "meta")
+    base_shapes = _shapes(base)
+    # Which constants move which dimensions: each raised by one in turn.
+    plus: dict[str, dict[str, Any]] = {}
+    for c, v in base_values.items():
+        try:
+            facts = mf.run({**base_values, c: v + 1}, "meta")
+        except Refused:
+            continue  # a constant the module cannot change (a divisor, a count that must match)
+        shapes = _shapes(facts)
+        if len(shapes) == len(base_shapes) and all(len(a) == len(b) for a, b in zip(shapes, base_shapes, strict=True)):
+            plus[c] = facts
+    fits = [
+        fit_shape(base_values, shape, {c: _shapes(plus[c])[i] for c in plus}) for i, shape in enumerate(base_shapes)
+    ]
+    used = used_names(fits)
+    sizes = [c for c in base_values if c in used]  # the file's order
+    flops_fit = fit_shape(base_values, [base["flops"]], {c: [plus[c]["flops"]] for c in plus})[0]
+    if used_names([[flops_fit]]) - set(sizes):
+        flops_fit = "0"  # the count moves with a constant no shape shows: not an expression of the sizes
+    timing = {c: base_values[c] for c in sizes}
+    fixed = {c: v for c, v in base_values.items() if c not in sizes}
+    cases: list[dict[str, int]] = []
+    for _label, rule in SMALL_RULES:
+        point = {c: rule(v) for c, v in timing.items()}
+        if point == timing or point in cases:
+            continue
+        try:
+            facts = mf.run({**base_values, **point}, "meta")
+        except Refused:
+            continue
+        shapes = _shapes(facts)
+        if len(shapes) == len(fits) and all(agrees(f, point, s) for f, s in zip(fits, shapes, strict=True)):
+            if flops_fit == "0" or agrees([flops_fit], point, [facts["flops"]]):
+                cases.append(point)
+            else:
+                flops_fit = "0"
+                cases.append(point)
+    # The reference must compute real values: float64 on the CPU at the smallest case.
+    smallest = cases[0] if cases else timing
+    import torch
+
+    if _elements(mf.run({**base_values, **smallest}, "meta")) <= REAL_RUN_MAX_ELEMENTS:
+        mf.run({**base_values, **smallest}, "cpu", torch.float64)
+    mf.run(base_values, "meta")
+    taken = set(base_values)
+    args = [a for a in base["forward_args"] if a not in ("args", "kwargs")]
+    inputs = []
+    for i, (dtype, _shape) in enumerate(base["inputs"]):
+        name = c_name(args[i] if i < len(args) else f"in{i}", taken)
+        inputs.append({"name": name, "dtype": dtype, "shape": list(fits[i])})
+    k = len(inputs)
+    params = []
+    for j, (path_, dtype, _shape) in enumerate(base["params"]):
+        params.append(
+            {"name": c_name(path_.replace(".", "_"), taken), "path": path_, "dtype": dtype, "shape": list(fits[k + j])}
+        )
+    k += len(params)
+    outputs = []
+    for j, (dtype, _shape) in enumerate(base["outputs"]):
+        label = f"out{j}" if base["tuple"] else "out"
+        outputs.append({"name": c_name(label, taken), "dtype": dtype, "shape": list(fits[k + j])})
+    return {
+        "sizes": timing,
+        "fixed": fixed,
+        "validation": cases,
+        "inputs": inputs,
+        "params": params,
+        "outputs": outputs,
+        "returns_tuple": base["tuple"],
+        "flops": flops_fit,
+        "gpu_free_bytes": _gpu_free_bytes(),
+    }
+
+
+def _gpu_free_bytes() -> int | None:
+    import torch
+
+    try:
+        return int(torch.cuda.mem_get_info()[0]) if torch.cuda.is_available() else None
+    except Exception:  # a driver that answers is_available() but not the query: no figure
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    path = Path(argv[0])
+    try:
+        result: dict[str, Any] = probe(path)
+    except Refused as exc:
+        result = {"error": str(exc)}
+    except Exception as exc:  # the user's code failed somewhere we did not foresee: still one line
+        traceback.print_exc(file=sys.stderr)
+        result = {"error": f"{path.name}: {type(exc).__name__}: {exc}"}
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""An imported task's module at run time: the reference (float64) and the eager program share it.
+
+The task folder holds the user's file as module.py and, in task.toml's [pytorch] table, which
+task buffer is which forward argument, parameter or output. Sizes are the module's own constants:
+they are set on the module before it is built and before every forward (forward may read them).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tomllib
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+# Past this many elements the float64 reference runs on the GPU when there is one (a GEMM of a few
+# thousand squared takes minutes in float64 on a CPU, a second on an H100).
+GPU_REFERENCE_MIN_ELEMENTS = 1 << 16
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Task buffers <-> the module's tensors, from task.toml's [pytorch] table."""
+
+    module_file: str
+    inputs: tuple[str, ...]  # forward's arguments, in order
+    parameters: dict[str, str]  # task buffer -> parameter or buffer path in the module
+    outputs: tuple[str, ...]  # what forward returns, in order
+    fixed: dict[str, int]  # constants kept at the file's values
+    returns_tuple: bool
+
+
+def read_binding(folder: Path) -> Binding:
+    data = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))["pytorch"]
+    return Binding(
+        module_file=data.get("module", "module.py"),
+        inputs=tuple(data["inputs"]),
+        parameters=dict(data.get("parameters", {})),
+        outputs=tuple(data["outputs"]),
+        fixed=dict(data.get("fixed", {})),
+        returns_tuple=bool(data.get("returns_tuple", len(data["outputs"]) > 1)),
+    )
+
+
+def _torch_dtype(torch: Any, dtype: Any) -> Any:
+    return {
+        np.dtype(np.float64): torch.float64,
+        np.dtype(np.float32): torch.float32,
+        np.dtype(np.float16): torch.float16,
+    }[np.dtype(dtype)]
+
+
+class ImportedModule:
+    """module.py of one task folder, loaded once per process."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.binding = read_binding(self.folder)
+        path = self.folder / self.binding.module_file
+        spec = importlib.util.spec_from_file_location(f"cuda_llm_module_{self.folder.name}", path)
+        assert spec is not None and spec.loader is not None
+        self.module: ModuleType = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self.module)
+
+    def set_sizes(self, sizes: dict[str, int]) -> None:
+        for k, v in {**self.binding.fixed, **sizes}.items():
+            if hasattr(self.module, k):
+                setattr(self.module, k, v)
+
+    def init_inputs(self) -> list[Any]:
+        fn = getattr(self.module, "get_init_inputs", None)
+        return list(fn()) if callable(fn) else []
+
+    def build(self, sizes: dict[str, int], device: str = "cpu") -> Any:
+        import torch
+
+        self.set_sizes(sizes)
+        with torch.device(device):
+            return self.module.Model(*self.init_inputs())
+
+    def generate(self, sizes: dict[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Inputs as get_inputs() makes them and parameters as Model(*get_init_inputs()) initialises
+        them, from one torch seed drawn from `rng` (so the task's seeds give different values)."""
+        import torch
+
+        torch.manual_seed(int(rng.integers(0, 2**62)))
+        model = self.build(sizes)
+        inputs = self.module.get_inputs()
+        out = {name: t.detach().contiguous().cpu().numpy() for name, t in zip(self.binding.inputs, inputs, strict=True)}
+        state = self.state_of(model)
+        for name, path in self.binding.parameters.items():
+            out[name] = state[path].detach().contiguous().cpu().numpy()
+        return out
+
+    @staticmethod
+    def state_of(model: Any) -> dict[str, Any]:
+        return dict(model.named_parameters(remove_duplicate=False)) | dict(model.named_buffers(remove_duplicate=False))
+
+    def forward(self, model: Any, sizes: dict[str, int], args: list[Any], params: dict[str, Any]) -> list[Any]:
+        """forward with the task's buffers as arguments and as the module's parameters and buffers."""
+        import torch
+
+        self.set_sizes(sizes)
+        with torch.no_grad():
+            out = torch.func.functional_call(model, params, tuple(args))
+        return list(out) if isinstance(out, list | tuple) else [out]
+
+    def reference(
+        self, inputs: dict[str, np.ndarray], sizes: dict[str, int], dtype: Any = np.float64
+    ) -> dict[str, np.ndarray]:
+        """The module at `dtype` (float64 for validation) on the task's inputs and parameters."""
+        import torch
+
+        elements = sum(a.size for a in inputs.values())
+        device = "cuda" if torch.cuda.is_available() and elements >= GPU_REFERENCE_MIN_ELEMENTS else "cpu"
+        tdtype = _torch_dtype(torch, dtype)
+
+        def tensor(a: np.ndarray) -> Any:
+            t = torch.from_numpy(np.ascontiguousarray(a)).to(device)
+            return t.to(tdtype) if t.is_floating_point() else t
+
+        try:
+            model = self.build(sizes, device).to(tdtype)
+            args = [tensor(inputs[name]) for name in self.binding.inputs]
+            params = {path: tensor(inputs[name]) for name, path in self.binding.parameters.items()}
+            outs = self.forward(model, sizes, args, params)
+            return {
+                name: o.detach().to("cpu", torch.float64 if o.is_floating_point() else o.dtype).numpy()
+                for name, o in zip(self.binding.outputs, outs, strict=True)
+            }
+        finally:
+            if device == "cuda":
+                # The GPU worker shares the device with the programs it judges: give the memory back.
+                with suppress(Exception):
+                    torch.cuda.synchronize()
+                    torch.cuda.empty_cache()

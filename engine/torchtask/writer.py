@@ -1,0 +1,309 @@
+"""Write the task folder of an imported module: task.toml, module.py (the user's file as it was),
+reference.py (the module in float64), and baseline.cu/.json.
+
+The baseline of an imported task is PyTorch eager: the GPU worker runs module.py at its own dtype
+in place of baseline.cu (engine/torchtask/eager.py), validated and timed like any program, so
+"speedup over the baseline" means speedup over eager everywhere (eval, the loop, bench). The
+kernel in baseline.cu is never run: it shows the calling convention (every buffer, then every
+size, in task.toml's order) and leaves its outputs unwritten, so running it by mistake fails.
+
+Everything is written to a temporary folder beside the destination, loaded back as a task, and
+renamed into place only then: a refusal leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from cuda_llm.engine.core.errors import TaskFileError, UserError
+from cuda_llm.engine.task import expr
+from cuda_llm.engine.task.dtypes import DTYPES
+from cuda_llm.engine.task.loader import load_task
+from cuda_llm.engine.task.scaffold import check_task_name
+from cuda_llm.engine.torchtask.inspect_module import ModuleFacts, TensorFacts
+
+MODULE_FILE = "module.py"
+BASELINE_KERNEL = "eager_module"
+# Per output dtype: how the error is measured, the bound, and why (float outputs are compared with
+# |error| <= rtol * RMS(expected output): a relative measure that does not blow up where an
+# output element is near zero, as a sum with cancellation or softmax's small entries are).
+TOLERANCES = {
+    "float64": (
+        "rms",
+        1e-9,
+        "float64 math against the float64 reference: only the summation order differs",
+    ),
+    "float32": (
+        "rms",
+        1e-4,
+        "fp32 rounding in any summation order stays near 1e-6 of the output's RMS; fp16, bf16 or tf32 "
+        "inputs or math (2^-11 relative) land near 1e-3 and fail",
+    ),
+    "float16": (
+        "rms",
+        1e-2,
+        "the fp16 output's own rounding (2^-11 of each element) with fp32 accumulation; a wrong "
+        "element or a missed tail is far outside",
+    ),
+}
+# int32 sizes unless a value needs more.
+_INT32_MAX = 2**31 - 1
+
+
+def default_name(facts: ModuleFacts) -> str:
+    stem = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in facts.source.stem)
+    return stem if stem and not stem[0].isdigit() else f"module_{stem}"
+
+
+def _q(text: str) -> str:
+    return json.dumps(text)  # a TOML basic string is a JSON string for what we write
+
+
+def _toml_list(values: list[str]) -> str:
+    return "[" + ", ".join(_q(v) for v in values) + "]"
+
+
+def _toml_table(values: dict[str, int | str]) -> str:
+    return "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in values.items()) + " }"
+
+
+def _tolerance(outputs: tuple[TensorFacts, ...]) -> tuple[str, float, str]:
+    floats = [t.dtype for t in outputs if DTYPES[t.dtype].is_float]
+    if not floats:
+        return "exact", 0.0, "integer outputs: every element exactly"
+    loosest = max(floats, key=lambda d: TOLERANCES[d][1])
+    return TOLERANCES[loosest]
+
+
+def _count(t: TensorFacts, sizes: dict[str, int]) -> int:
+    n = 1
+    for d in t.shape:
+        n *= expr.evaluate(d, sizes)
+    return n
+
+
+def _category(facts: ModuleFacts) -> str:
+    if facts.flops != "0":
+        return "compute"
+    ins = sum(_count(t, facts.sizes) for t in facts.inputs)
+    outs = sum(_count(t, facts.sizes) for t in facts.outputs)
+    return "reduction" if outs * 2 <= ins else "memory"
+
+
+def _roofline_bytes(tensors: tuple[TensorFacts, ...]) -> str:
+    terms = []
+    for t in tensors:
+        dims = [d if d.isidentifier() or d.isdigit() else f"({d})" for d in t.shape]
+        terms.append(" * ".join([str(DTYPES[t.dtype].itemsize), *dims]))
+    return " + ".join(terms)
+
+
+def _summary(facts: ModuleFacts) -> str:
+    import ast
+
+    try:
+        doc = ast.get_docstring(ast.parse(facts.source.read_text(encoding="utf-8")))
+    except (SyntaxError, UnicodeDecodeError):
+        doc = None
+    first = (doc or "").strip().splitlines()[0].strip() if doc and doc.strip() else ""
+    return first or f"PyTorch module {facts.source.name}"
+
+
+def _description(facts: ModuleFacts) -> str:
+    ins = ", ".join(t.name for t in facts.inputs)
+    lines = [
+        f"Imported from the PyTorch module {facts.source.name} (module.py below): write CUDA kernels that",
+        "compute what Model.forward returns, with the module's own arithmetic.",
+        f"Inputs: forward's arguments in order ({ins}).",
+    ]
+    if facts.params:
+        pairs = ", ".join(f"{t.name} is self.{t.path}" for t in facts.params)
+        lines.append(
+            f"The module's parameters and buffers are inputs too, with the values the harness gives them: {pairs}."
+        )
+    if len(facts.outputs) > 1:
+        outs = ", ".join(t.name for t in facts.outputs)
+        lines.append(f"Outputs: the tensors forward returns, in order ({outs}).")
+    else:
+        lines.append(f"Output: {facts.outputs[0].name}, the tensor forward returns.")
+    lines.append("Every tensor is contiguous, row-major (C order), in the shapes listed under Buffers.")
+    if facts.sizes:
+        names = ", ".join(facts.sizes)
+        lines.append(
+            f"The sizes are the module's constants ({names}): any positive values, not only the file's; "
+            "none is necessarily a multiple of a tile or vector width."
+        )
+    if facts.fixed:
+        lines.append(
+            "Constants kept at the file's values: " + ", ".join(f"{k} = {v}" for k, v in facts.fixed.items()) + "."
+        )
+    lines.append("The baseline is PyTorch eager running the module at its own dtype on the same GPU.")
+    return "\n".join(lines)
+
+
+def _dtype_contract(facts: ModuleFacts) -> str:
+    dtypes = sorted({t.dtype for t in (*facts.inputs, *facts.params, *facts.outputs)})
+    text = f"{', '.join(dtypes)} tensors, as the module has them"
+    if "float32" in dtypes:
+        text += "; fp32 arithmetic or better (fp16, bf16 or tf32 math is not accurate enough and fails validation)"
+    if "float16" in dtypes:
+        text += "; fp16 values with fp32 accumulation where PyTorch accumulates (sums, products, norms)"
+    return text + "."
+
+
+def _sizes_block(facts: ModuleFacts) -> tuple[dict[str, int], list[dict[str, int]]]:
+    if not facts.sizes:
+        return {"unit": 1}, [{"unit": 1}]
+    timing = dict(facts.sizes)
+    cases = [dict(c) for c in facts.validation]
+    # The file's own shapes with several seeds (the loader adds the timing case with one more).
+    cases.append(timing)
+    return timing, cases
+
+
+def task_toml(name: str, facts: ModuleFacts) -> str:
+    timing, cases = _sizes_block(facts)
+    scale, rtol, why = _tolerance(facts.outputs)
+    flops = facts.flops
+    peak = "fp16_tensor" if flops != "0" and any(t.dtype == "float16" for t in facts.inputs) else "fp32"
+    out = [
+        f"# Imported from {facts.source.name} by `cuda-llm tasks import`. The module itself is module.py;",
+        "# reference.py runs it in float64, and the baseline is PyTorch eager (baseline.cu only shows the",
+        "# calling convention). The sizes are the module's constants: edit [sizes] to change them.",
+        "",
+        f"name = {_q(name)}",
+        f"summary = {_q(_summary(facts))}",
+        f"category = {_q(_category(facts))}",
+        f"dtype_contract = {_q(_dtype_contract(facts))}",
+        f'description = """\n{_description(facts)}\n"""',
+        "",
+        "[scalars]",
+    ]
+    for k, v in timing.items():
+        ctype = "int64" if v > _INT32_MAX else "int32"
+        doc = (
+            "a placeholder: the module has no size constants"
+            if k == "unit" and not facts.sizes
+            else f"{k} in {facts.source.name}"
+        )
+        out.append(f"{k} = {{ type = {_q(ctype)}, doc = {_q(doc)} }}")
+    for role, tensors in (("input", (*facts.inputs, *facts.params)), ("output", facts.outputs)):
+        for t in tensors:
+            out += ["", f"[buffers.{t.name}]", f"dtype = {_q(t.dtype)}", f"shape = {_toml_list(list(t.shape))}"]
+            out.append(f"role = {_q(role)}")
+    out += [
+        "",
+        "[sizes]",
+        f"# The file's values: {_toml_table(timing)}. Smaller cases keep the fitted shapes.",
+        f"timing = {_toml_table(timing)}",
+        "validation = [",
+        *(f"    {_toml_table(c)}," for c in cases),
+        "]",
+        "",
+        "[tolerance]",
+        f"scale = {_q(scale)}",
+        f"rtol = {rtol!r}",
+        "atol = 1e-30" if scale != "exact" else "atol = 0.0",
+        f"why = {_q(why)}",
+        "",
+        "[roofline]",
+        f"bytes = {_q(_roofline_bytes((*facts.inputs, *facts.params, *facts.outputs)))}",
+        f"flops = {_q(flops)}",
+        f"peak = {_q(peak)}",
+        "",
+        "[pytorch]",
+        f"module = {_q(MODULE_FILE)}",
+        f"inputs = {_toml_list([t.name for t in facts.inputs])}",
+        f"outputs = {_toml_list([t.name for t in facts.outputs])}",
+        f"parameters = {_toml_table({t.name: t.path for t in facts.params})}",
+        f"fixed = {_toml_table(facts.fixed)}",
+        f"returns_tuple = {'true' if len(facts.outputs) > 1 or facts.returns_tuple else 'false'}",
+        "",
+    ]
+    return "\n".join(out)
+
+
+REFERENCE_PY = '''\
+"""The reference of this imported task: module.py's Model in float64 (cuda-llm tasks import).
+
+generate() makes the inputs with get_inputs() and the parameters with Model(*get_init_inputs()),
+seeded from the task's seed; reference() runs forward on them in float64 (on the GPU when there
+is one and the problem is large)."""
+
+from pathlib import Path
+
+import numpy as np
+
+from cuda_llm.engine.torchtask.runtime import ImportedModule
+
+_MODULE = ImportedModule(Path(__file__).parent)
+
+
+def generate(sizes, rng):
+    return _MODULE.generate(sizes, rng)
+
+
+def reference(inputs, params, dtype=np.float64):
+    return _MODULE.reference(inputs, params, dtype)
+'''
+
+
+def baseline_files(name: str, facts: ModuleFacts, timing: dict[str, int]) -> tuple[str, str]:
+    params = []
+    for t in (*facts.inputs, *facts.params):
+        params.append(f"const {DTYPES[t.dtype].c_type}* __restrict__ {t.name}")
+    for t in facts.outputs:
+        params.append(f"{DTYPES[t.dtype].c_type}* __restrict__ {t.name}")
+    args: list[object] = [t.name for t in (*facts.inputs, *facts.params, *facts.outputs)]
+    for k, v in timing.items():
+        wide = v > _INT32_MAX
+        params.append(f"{'long long' if wide else 'int'} {k}")
+        args.append({"expr": k, "type": "int64"} if wide else k)
+    include = "#include <cuda_fp16.h>\n\n" if any(t.dtype == "float16" for t in (*facts.inputs, *facts.outputs)) else ""
+    source = (
+        f"// The baseline of {name} is PyTorch eager: module.py's Model at its own dtype, run and timed by\n"
+        "// the harness in place of this kernel. The kernel only shows the calling convention: every\n"
+        "// buffer (inputs, the module's parameters, outputs), then every size, in task.toml's order.\n"
+        f"{include}"
+        f'extern "C" __global__ void {BASELINE_KERNEL}(\n    ' + ",\n    ".join(params) + ")\n{\n}\n"
+    )
+    plan = {"launches": [{"kernel": BASELINE_KERNEL, "grid": [1], "block": [1], "shared_bytes": 0, "args": args}]}
+    return source, json.dumps(plan, indent=1) + "\n"
+
+
+def write_task(facts: ModuleFacts, root: Path, name: str | None = None) -> Path:
+    """Create root/NAME from the facts; return the folder. Nothing is left behind on a failure."""
+    name = name or default_name(facts)
+    check_task_name(name)
+    folder = Path(root) / name
+    if folder.exists():
+        raise UserError(f"{folder} already exists; choose another name with --name or remove that folder")
+    try:
+        Path(root).mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
+    except OSError as exc:
+        raise UserError(f"cannot create a task in {root}: {exc.strerror}") from None
+    try:
+        work = staging / name
+        work.mkdir()
+        timing, _ = _sizes_block(facts)
+        source, plan = baseline_files(name, facts, timing)
+        (work / "task.toml").write_text(task_toml(name, facts), encoding="utf-8")
+        shutil.copyfile(facts.source, work / MODULE_FILE)
+        (work / "reference.py").write_text(REFERENCE_PY, encoding="utf-8")
+        (work / "baseline.cu").write_text(source, encoding="utf-8")
+        (work / "baseline.json").write_text(plan, encoding="utf-8")
+        try:
+            load_task(work)
+        except TaskFileError as exc:  # a module this writer does not yet express: say so, write nothing
+            raise UserError(f"{facts.source.name} could not become a task: {exc}") from None
+        try:
+            work.rename(folder)
+        except OSError as exc:
+            raise UserError(f"cannot create {folder}: {exc.strerror}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
