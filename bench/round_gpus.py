@@ -249,7 +249,7 @@ def report(runs: list[dict[str, Any]], task: str) -> None:
         res: RoundResult = r["rounds"][task]
         n, path = r["gpus"], r["path"]
         label = f"{n} GPU{'s' if n > 1 else ''}" + (" via Ray" if path == "ray" else "")
-        extra = f", {speed[f'ray/local:{n}']:.2f}x the local pool's time" if f"ray/local:{n}" in speed else ""
+        extra = f", {speed[f'ray/local:{n}']:.2f}x the local pool's time" if path == "ray" else ""
         print(
             f"  {label:>14}: {res.total_s:.3f} s ({speed[f'{path}:{n}']:.2f}x){extra}; "
             f"compile+validate {res.validate_s:.3f} s, timing {res.profile_s:.3f} s  [{r['device']}]"
