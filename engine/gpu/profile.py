@@ -20,6 +20,7 @@ import numpy as np
 from cuda_llm.engine.core.settings import ProfileSettings, ValidationSettings
 from cuda_llm.engine.gpu.device_compare import compare_on_device
 from cuda_llm.engine.gpu.driver import Context, CudaError, is_fatal
+from cuda_llm.engine.gpu.eager import EAGER_LABEL
 from cuda_llm.engine.gpu.harness import Harness
 from cuda_llm.engine.gpu.levels import split_levels
 from cuda_llm.engine.gpu.library import LIBRARY_LABEL, Library, LibraryError
@@ -31,7 +32,6 @@ from cuda_llm.engine.gpu.telemetry import Nvml
 from cuda_llm.engine.gpu.validate import BufferSet, poison, task_bytes
 from cuda_llm.engine.task.model import Task
 from cuda_llm.engine.task.reference import case_seed
-from cuda_llm.engine.torchtask.eager import EAGER_LABEL
 
 # Host-side cost of enqueuing one launch from Python (measured 3.5-5.4 us on H100/H200); the delay
 # kernel in front of a timed region covers this many microseconds per launch, plus a fixed margin.
@@ -381,7 +381,7 @@ class Profiler:
             _Entry(label, ModuleFunctions(self.ctx, module), plan, trusted) for label, module, plan, trusted in programs
         ]
         if eager is not None:
-            # PyTorch eager as an imported task's baseline (engine/torchtask/eager.py): a program
+            # PyTorch eager as an imported task's baseline (engine/gpu/eager.py): a program
             # bound like the library's, trusted like the baseline it stands for.
             entries.insert(0, _Entry(EAGER_LABEL, None, None, trusted=True, library=eager))
         if library is not None:

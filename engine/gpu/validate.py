@@ -26,7 +26,7 @@ from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import BufferSpec, SizeCase, Task
 from cuda_llm.engine.task.reference import case_seed
 
-# Binds a program that is not a launch plan (PyTorch eager, engine/torchtask/eager.py) to one
+# Binds a program that is not a launch plan (PyTorch eager, engine/gpu/eager.py) to one
 # case's buffers: (case, device buffers) -> an object with run(ctx), resources and release(ctx).
 Binder = Callable[[SizeCase, dict[str, DeviceBuffer]], Any]
 

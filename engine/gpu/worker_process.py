@@ -150,8 +150,8 @@ class WorkerState:
         return self._libraries[key], name, None
 
     def eager(self, task: Any) -> Any:
-        """PyTorch eager, the baseline of a task imported from a module (engine/torchtask/eager.py)."""
-        from cuda_llm.engine.torchtask.eager import EagerProgram
+        """PyTorch eager, the baseline of a task imported from a module (engine/gpu/eager.py)."""
+        from cuda_llm.engine.gpu.eager import EagerProgram
 
         key = f"{task.folder}|{task.fingerprint}"
         if key not in self._eager:
@@ -240,11 +240,11 @@ def _context_healthy(state: WorkerState) -> bool:
 
 def handle_validate(state: WorkerState, req: Any):
     from cuda_llm.engine.gpu.driver import CudaError, KernelTimeout
+    from cuda_llm.engine.gpu.eager import is_eager_baseline
     from cuda_llm.engine.gpu.library import LibraryError
     from cuda_llm.engine.gpu.protocol import Response, ValidationReport
     from cuda_llm.engine.gpu.runner import PlanError
     from cuda_llm.engine.gpu.validate import validate
-    from cuda_llm.engine.torchtask.eager import is_eager_baseline
 
     task = state.task(req.task_folder)
     # An imported task's baseline is PyTorch eager: it is validated in place of baseline.cu.
@@ -288,8 +288,8 @@ def handle_validate(state: WorkerState, req: Any):
 
 def handle_profile(state: WorkerState, req: Any):
     from cuda_llm.engine.gpu.driver import CudaError, KernelTimeout
+    from cuda_llm.engine.gpu.eager import is_eager_baseline
     from cuda_llm.engine.gpu.protocol import Response
-    from cuda_llm.engine.torchtask.eager import is_eager_baseline
 
     task = state.task(req.task_folder)
     modules = []

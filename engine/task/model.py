@@ -95,7 +95,7 @@ class Task:
     fingerprint: str  # hash of the folder's files: keys caches of reference outputs
     # A task imported from a PyTorch module (`tasks import`): the module's file in the folder. Its
     # baseline is then PyTorch eager, run by the GPU worker in place of baseline.cu
-    # (engine/torchtask/eager.py); the prompt shows the module instead of reference.py.
+    # (engine/gpu/eager.py); the prompt shows the module instead of reference.py.
     pytorch_module: str | None = None
 
     @property

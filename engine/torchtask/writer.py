@@ -2,7 +2,7 @@
 reference.py (the module in float64), and baseline.cu/.json.
 
 The baseline of an imported task is PyTorch eager: the GPU worker runs module.py at its own dtype
-in place of baseline.cu (engine/torchtask/eager.py), validated and timed like any program, so
+in place of baseline.cu (engine/gpu/eager.py), validated and timed like any program, so
 "speedup over the baseline" means speedup over eager everywhere (eval, the loop, bench). The
 kernel in baseline.cu is never run: it shows the calling convention (every buffer, then every
 size, in task.toml's order) and leaves its outputs unwritten, so running it by mistake fails.
