@@ -1,0 +1,117 @@
+"""The structure stays as docs/architecture.md draws it: the layer contract (.importlinter, checked by
+import-linter) and the concepts that have exactly one home.
+
+import-linter reads the package `cuda_llm` from the file system. An editable install keeps engine/ and
+app/ beside cuda_llm/ rather than in it, so the check runs on a tree of links that has them where an
+installed copy has them. `python tests/test_layers.py` runs the same check (.ci/run calls it).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("engine", "app", "tasks", "themes")
+
+
+def _tree(dest: Path, copy: bool = False) -> Path:
+    """`dest`/cuda_llm laid out as installed: links to the checkout's folders, or copies of them."""
+    pkg = dest / "cuda_llm"
+    pkg.mkdir(parents=True)
+    shutil.copy2(ROOT / "cuda_llm" / "__init__.py", pkg / "__init__.py")
+    for name in PACKAGES:
+        if copy:
+            shutil.copytree(ROOT / name, pkg / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            (pkg / name).symlink_to(ROOT / name, target_is_directory=True)
+    return dest
+
+
+def lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
+    """import-linter's verdict on the package under `tree` (it looks for packages in its working folder)."""
+    script = Path(sys.executable).with_name("lint-imports")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "importlinter.cli"]
+    return subprocess.run(
+        [*command, "--no-cache", str(ROOT / ".importlinter")], cwd=tree, capture_output=True, text=True, timeout=300
+    )
+
+
+needs_import_linter = pytest.mark.skipif(
+    shutil.which("lint-imports") is None and not Path(sys.executable).with_name("lint-imports").exists(),
+    reason="import-linter is not installed (pip install -e '.[test]')",
+)
+
+
+@needs_import_linter
+def test_the_layer_contract_holds(tmp_path):
+    done = lint_imports(_tree(tmp_path))
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "BROKEN" not in done.stdout
+
+
+def test_the_contract_lists_no_exceptions():
+    text = (ROOT / ".importlinter").read_text()
+    assert "ignore_imports" not in text
+    assert "unmatched_ignore_imports" not in text
+
+
+@needs_import_linter
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("where", "line", "broken"),
+    [
+        ("engine/core/zz_breach.py", "from cuda_llm.engine.fsr import loop\n", "Each layer"),
+        ("engine/compile/zz_breach.py", "from cuda_llm.engine.compile import compiler_pool\n", "No import circles"),
+        ("engine/gpu/zz_breach.py", "import textual\n", "terminal UI"),
+    ],
+)
+def test_the_contract_catches_a_breach(tmp_path, where, line, broken):
+    """Each contract goes red when its rule is broken (on a copy of the sources)."""
+    tree = _tree(tmp_path, copy=True)
+    (tree / "cuda_llm" / where).write_text(line)
+    if "circles" in broken:  # and the pool imports the newcomer back
+        pool = tree / "cuda_llm" / "engine" / "compile" / "compiler_pool.py"
+        pool.write_text(pool.read_text() + "\nfrom cuda_llm.engine.compile import zz_breach  # noqa\n")
+    done = lint_imports(tree)
+    assert done.returncode != 0
+    assert re.search(re.escape(broken) + r".* BROKEN", done.stdout), done.stdout[-3000:]
+
+
+# ---- one home per concept -------------------------------------------------------------------------
+
+
+def homes(pattern: str, root: Path = ROOT, tops: tuple[str, ...] = ("engine", "app")) -> set[str]:
+    """The files under `tops` whose text matches `pattern`."""
+    rx = re.compile(pattern, re.M)
+    files = [p for top in tops for p in sorted((root / top).rglob("*.py")) if "__pycache__" not in p.parts]
+    return {str(p.relative_to(root)) for p in files if rx.search(p.read_text(encoding="utf-8"))}
+
+
+NVRTC_LOADER = r"^\s*(from cuda\.bindings import nvrtc|import cuda\.bindings\.nvrtc|from cuda\.bindings\.nvrtc import)"
+
+
+def test_one_nvrtc_loader():
+    assert homes(NVRTC_LOADER) == {"engine/compile/nvrtc_library.py"}
+
+
+def test_the_home_check_sees_a_second_loader(tmp_path):
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "app").mkdir()
+    (tmp_path / "engine" / "a.py").write_text("from cuda.bindings import nvrtc\n")
+    (tmp_path / "app" / "b.py").write_text("def f():\n    import cuda.bindings.nvrtc\n")
+    assert homes(NVRTC_LOADER, tmp_path) == {"engine/a.py", "app/b.py"}
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        result = lint_imports(_tree(Path(folder)))
+    print(result.stdout[-6000:], result.stderr[-2000:], sep="")
+    sys.exit(result.returncode)
