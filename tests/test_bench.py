@@ -169,6 +169,7 @@ FAKE_SCRIPT = {
 
 async def fake_gpu_bench(tmp_path, llm_server, library_us: float | None):
     llm_server.default = paper_table.responder(FAKE_SCRIPT)
+    llm_server.models = (*llm_server.models, "heldout")  # a session starts only for a model the server has
     args = parse(
         [
             "bench",

@@ -75,16 +75,14 @@ def test_a_missing_file_is_one_line(tmp_path, capsys, which):
     assert code == 2 and "no such file: " in one_line(err) and "nope" in err
 
 
-def test_a_binary_plan_is_a_format_error_naming_the_file(tmp_path, capsys):
+def test_a_binary_plan_is_a_usage_error_naming_the_file(tmp_path, capsys):
     plan = tmp_path / "binary.json"
     plan.write_bytes(bytes(range(256)) * 4)
     code, out, err = cli(
         capsys, "eval", "vector_add", str(BASELINE / "baseline.cu"), "--plan", str(plan), "--compile-only", "--json"
     )
-    judgement = json.loads(out)["judgement"]
-    assert code == 1 and judgement["status"] == "format_error"
-    assert judgement["message"] == f"{plan} is not UTF-8 text"
-    assert "Traceback" not in err
+    assert code == 2 and out == ""
+    assert one_line(err) == f"cuda-llm: launch plan {plan} is not UTF-8 text"
 
 
 def test_a_plan_folder_is_one_line(tmp_path, capsys):

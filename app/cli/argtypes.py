@@ -43,3 +43,27 @@ def non_negative_float(text: str) -> float:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value:g} is negative")
     return value
+
+
+def arch(text: str) -> str:
+    """A GPU architecture this machine's NVRTC compiles for ("sm_90", "90", "compute_90" -> "sm_90"),
+    checked when the command line is read: a typo is a usage error, not a baseline or a candidate
+    that "does not compile" seconds later. Where NVRTC cannot be loaded the name is only normalised
+    (the compiler's own error says what is missing)."""
+    from cuda_llm.engine.compile.nvrtc import normalize_arch
+    from cuda_llm.engine.compile.nvrtc_library import supported_archs, version
+    from cuda_llm.engine.compile.result import CompilerUnavailableError
+
+    try:
+        name = normalize_arch(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    try:
+        known, (major, minor) = supported_archs(), version()
+    except CompilerUnavailableError:
+        return name
+    number = int("".join(ch for ch in name if ch.isdigit()))
+    if number not in known:
+        listed = ", ".join(f"sm_{a}" for a in known)
+        raise argparse.ArgumentTypeError(f"NVRTC {major}.{minor} cannot compile for {name} (it knows {listed})")
+    return name

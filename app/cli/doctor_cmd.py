@@ -14,6 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cuda_llm.app.cli.argtypes import arch
 from cuda_llm.app.cli.output import print_json
 
 if TYPE_CHECKING:
@@ -272,7 +273,7 @@ def doctor(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("doctor", help="check the driver, GPU, NVRTC, NVML, model servers and database")
-    p.add_argument("--arch", help="arch to test-compile for when there is no GPU (default sm_90)")
+    p.add_argument("--arch", type=arch, help="arch to test-compile for when there is no GPU (default sm_90)")
     p.add_argument("--host", help="ollama server to probe")
     p.add_argument("--base-url", help="OpenAI-compatible server to probe")
     p.add_argument("--db", help="sessions database")

@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuda_llm.app.cli.argtypes import arch
 from cuda_llm.app.cli.files import STDIN, FileArgumentError, NotTextError, read_text, shown
 from cuda_llm.app.cli.output import error, print_json, split_message
 
@@ -60,11 +61,26 @@ def _export_folder(folder: Path, args: argparse.Namespace) -> Source:
         except (OSError, ValueError, AttributeError):
             notes.append(f"{report} is not a report cuda-llm wrote; judged without it")
     source = _read(kernel, "kernel")
-    return Source(label, source, _read(plan_path, "launch plan", MAX_PLAN_BYTES), str(plan_path), tuple(notes))
+    return Source(label, source, _read_plan(plan_path), str(plan_path), tuple(notes))
 
 
 def _read(path: str | Path, what: str, limit: int | None = None) -> str:
     return read_text(path, what, limit or MAX_FILE_BYTES)
+
+
+def _read_plan(path: str | Path) -> str:
+    """A --plan file, read and parsed as JSON: a plan file that is not JSON (or not text) is a mistake
+    on the command line, a usage error said at once, not the candidate's format error after a compile.
+    What the plan says (kernels, arguments) is still judged as the candidate's."""
+    try:
+        text = _read(path, "launch plan", MAX_PLAN_BYTES)
+    except NotTextError as exc:
+        raise FileArgumentError(f"launch plan {exc}") from None
+    try:
+        json.loads(text)
+    except ValueError as exc:
+        raise FileArgumentError(f"launch plan {shown(path)} is not JSON: {exc}") from None
+    return text
 
 
 def _source(args: argparse.Namespace) -> Source:
@@ -78,7 +94,7 @@ def _source(args: argparse.Namespace) -> Source:
     if args.plan == STDIN and name == STDIN:
         raise FileArgumentError("only one of FILE and --plan can be standard input (-)")
     text = _read(name, "reply" if not args.plan else "kernel")
-    plan_text = _read(args.plan, "launch plan", MAX_PLAN_BYTES) if args.plan else None
+    plan_text = _read_plan(args.plan) if args.plan else None
     return Source(label, text, plan_text, shown(args.plan) if args.plan else None)
 
 
@@ -236,7 +252,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--plan", help="the launch plan (JSON) for a .cu file")
     p.add_argument("--compile-only", action="store_true", help="compile and bind only; no GPU")
-    p.add_argument("--arch", help="compile for this arch when there is no GPU (default sm_90)")
+    p.add_argument("--arch", type=arch, help="compile for this arch when there is no GPU (default sm_90)")
     p.add_argument("--gpu", default="0", help="CUDA device index (default 0)")
     p.add_argument("--no-profile", action="store_true", help="stop after validation")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -12,7 +12,7 @@ import argparse
 import asyncio
 import sys
 
-from cuda_llm.app.cli.argtypes import non_negative_float, non_negative_int, positive_float, positive_int
+from cuda_llm.app.cli.argtypes import arch, non_negative_float, non_negative_int, positive_float, positive_int
 from cuda_llm.app.cli.output import error, print_json
 
 EXIT_PAUSED = 3
@@ -50,7 +50,7 @@ def add_session_arguments(p: argparse.ArgumentParser) -> None:
     loop.add_argument("--time-budget", type=positive_float, help="stop after this many seconds")
     dev = p.add_argument_group("device")
     dev.add_argument("--compile-only", action="store_true", help="compile and bind only; no GPU")
-    dev.add_argument("--arch", help="compile for this arch when there is no GPU (default sm_90)")
+    dev.add_argument("--arch", type=arch, help="compile for this arch when there is no GPU (default sm_90)")
     dev.add_argument(
         "--gpus",
         "--gpu",

@@ -51,7 +51,7 @@ def prepare_child(settings: CompileSettings, parent_pid: int) -> dict[str, Any]:
     """Everything a compiler process does before its first request: limits, NVRTC loaded and
     warmed, then the process shut in (sandbox.py). Returns what `doctor` and the pool show."""
     _limit_resources(settings, parent_pid)
-    from cuda_llm.engine.compile import header_macros, nvrtc, sandbox
+    from cuda_llm.engine.compile import header_macros, headers, nvrtc, sandbox
 
     # Everything a compile needs is loaded now (NVRTC, its builtins, the headers extracted, the
     # modules of the compile path imported): once confined, the process can open nothing else.
@@ -60,10 +60,14 @@ def prepare_child(settings: CompileSettings, parent_pid: int) -> dict[str, Any]:
     # The policy's scan of the headers' macros, while their real paths can still be read: every
     # source is checked again in here (compile_in_process).
     header_macros.current()
+    # Compiled from beside the headers, by relative names: no host path in __FILE__ or the options.
+    workdir, relative = headers.neutral_names(tuple(str(d) for d in header_dirs))
+    os.chdir(workdir)
     status = sandbox.confine(header_dirs, nvrtc.self_test_for(header_dirs), settings.sandbox)
     info["sandbox"] = (status.active, status.detail)
     info["sandbox_mechanism"] = status.mechanism
-    info["include_dirs"] = status.include_dirs  # as this process names them from now on
+    # As this process names them from now on: a chroot's own names (/./cccl), else the relative ones.
+    info["include_dirs"] = status.include_dirs if status.mechanism == "chroot" else relative
     info["memory_limit_bytes"] = resource.getrlimit(resource.RLIMIT_DATA)[0]
     return info
 

@@ -127,3 +127,17 @@ def find_headers(nvrtc: Any, version: tuple[int, int]) -> HeaderDirs | None:
     """The include folders for this process's NVRTC, or None when there are none (compiling a
     source that includes nothing still works). Cached: the answer cannot change mid-process."""
     return install_bundled_headers(nvrtc, version) or find_toolkit_headers()
+
+
+def neutral_names(dirs: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """(a working folder, the include folders relative to it) so that a compile run from that folder
+    names no host path: NVRTC writes the -I folder into every `__FILE__` a header expands (a libcu++
+    assert's file name lands in the PTX and the cubin as bytes, no text scrub can find it) and into
+    the options we record. From the parent of the headers' root the names are e.g.
+    `nvrtc-headers-13.5/cccl`, which say what they are and nothing of the home folder."""
+    if not dirs:
+        return os.getcwd(), ()
+    real = [os.path.realpath(d) for d in dirs]
+    root = os.path.commonpath(real)
+    parent = os.path.dirname(root) or root
+    return parent, tuple(os.path.relpath(d, parent) for d in real)

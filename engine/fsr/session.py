@@ -22,6 +22,7 @@ from cuda_llm.engine.fsr.prompt import PromptBuilder
 from cuda_llm.engine.judge.judge_environment import JudgeEnvironment
 from cuda_llm.engine.llm.base import ModelProvider
 from cuda_llm.engine.llm.http_errors import display_url
+from cuda_llm.engine.llm.preflight import check_model
 from cuda_llm.engine.llm.spec import parse_model_spec, server_of
 from cuda_llm.engine.store.sessions import SessionRecord, SessionStore
 from cuda_llm.engine.task import TaskLibrary
@@ -188,12 +189,23 @@ async def open_session(
     loop_settings.validate()
     factory = make_provider_factory(store, host, base_url)
     provider = factory(model)
+    if options.resume is None:
+        # A new session is recorded only for a model that can answer (engine/llm/preflight.py).
+        try:
+            await check_model(provider)
+        except BaseException:
+            await provider.close()
+            raise
     env = environment or await open_environment(
         settings, options.arch, options.compile_only, options.gpu, options.cluster
     )
     try:
         device = f"{env.device.name} ({env.arch})" if env.device else f"compile-only ({env.arch})"
+        judge = env.judge(task, settings)
         if options.resume is None:
+            # A baseline that does not compile is the task author's to fix, one line naming the file and
+            # line; no session is recorded for it (compiled once: the loop reuses it).
+            await judge.baseline()
             session_id = store.create_session(
                 task.name, str(task.folder), task.fingerprint, model, loop_settings, device, env.arch
             )
@@ -202,7 +214,6 @@ async def open_session(
             store.set_settings(session_id, loop_settings)
         # What this session's figures depend on, so a row of a table can be reproduced from it.
         store.update_session(session_id, server=server_of(provider), environment_json=json.dumps(env.facts()))
-        judge = env.judge(task, settings)
         nvrtc = env.device.nvrtc_version if env.device else nvrtc_library.version_text()
         builder = PromptBuilder(
             task,

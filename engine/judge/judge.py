@@ -21,7 +21,7 @@ from cuda_llm.engine.contract.limits import LaunchLimits, PlanError, arch_limits
 from cuda_llm.engine.contract.reply import parse_reply
 from cuda_llm.engine.contract.signature import parse_kernels
 from cuda_llm.engine.core.concurrency import gather_or_cancel
-from cuda_llm.engine.core.errors import FormatError
+from cuda_llm.engine.core.errors import FormatError, UserError
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.library import LIBRARY_LABEL, library_name
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport, RanOn, Timing
@@ -38,6 +38,9 @@ from cuda_llm.engine.judge.judgement import (
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME, Figures, describe_levels, figures
 from cuda_llm.engine.judge.schedule import expected_cost_s, split_by_cost
 from cuda_llm.engine.task.model import Task
+
+# The baseline's file in a task folder (engine/task/loader.py's default name).
+BASELINE_SOURCE = "baseline.cu"
 
 if TYPE_CHECKING:  # the pool and the worker are passed in; importing them here would pull in NVRTC
     from cuda_llm.engine.compile.compiler_pool import CompilerPool
@@ -196,7 +199,7 @@ class Judge:
             cand = Candidate(BASELINE_LABEL, self.task.baseline_source, self.task.baseline_plan, origin="baseline")
             compiled = await self.compile(cand)
             if isinstance(compiled, Judgement):
-                raise RuntimeError(f"the baseline of task {self.task.name!r} does not compile: {compiled.message}")
+                raise UserError(baseline_problem(self.task, compiled))
             self._baseline = compiled
         return self._baseline
 
@@ -406,3 +409,20 @@ def describe_timing(fig: Figures) -> str:
     if fig.levels:
         parts.append(describe_levels(fig.levels) + " (the median depends on the mix)")
     return ", ".join(parts)
+
+
+def baseline_problem(task: Task, judged: Judgement) -> str:
+    """A task whose own baseline is refused, as the one line its author acts on: the file, the line
+    and the first error (the candidate's file name in a compiler diagnostic is the baseline's)."""
+    path = task.folder / BASELINE_SOURCE
+    compiled = judged.compile
+    errors = [d for d in compiled.diagnostics if d.severity == "error"] if compiled is not None else []
+    first = next((d for d in errors if d.line is not None), errors[0] if errors else None)
+    if first is not None and first.line is not None:
+        where, what = f"{path}:{first.line}", first.message
+    else:
+        where, what = str(path), judged.message
+    return (
+        f"{where}: the baseline of task {task.name!r} does not compile ({judged.status.replace('_', ' ')}: {what}); "
+        f"`cuda-llm eval {task.folder} {path} --plan {task.folder / 'baseline.json'} --compile-only` shows it all"
+    )

@@ -78,7 +78,19 @@ async def test_openai_protocol_and_the_key_never_reaches_the_database(tmp_path, 
         assert secret.encode() not in path.read_bytes(), f"the API key leaked into {path.name}"
 
 
-async def test_unreachable_server_pauses_and_loses_nothing(tmp_path, refused_url):
+def _server_gone_after_the_check(monkeypatch) -> None:
+    """The server answered the pre-session check (engine/llm/preflight.py) and then went away, or lost
+    the model: what a session meets mid-way. (A server already gone refuses the session: test_preflight.)"""
+    from cuda_llm.engine.fsr import session
+
+    async def answered(provider) -> None:
+        return None
+
+    monkeypatch.setattr(session, "check_model", answered)
+
+
+async def test_unreachable_server_pauses_and_loses_nothing(tmp_path, refused_url, monkeypatch):
+    _server_gone_after_the_check(monkeypatch)
     result, rec = await run_session(options(tmp_path, "ollama:loop-model", candidates=2, rounds=2), host=refused_url)
     assert result.status == "paused"
     assert refused_url in result.reason and "ollama" in result.reason
@@ -92,7 +104,8 @@ async def test_unreachable_server_pauses_and_loses_nothing(tmp_path, refused_url
     assert rec.of(ev.ModelFailed) and rec.of(ev.SessionPaused)
 
 
-async def test_unknown_model_says_how_to_get_it(tmp_path, llm_server):
+async def test_unknown_model_says_how_to_get_it(tmp_path, llm_server, monkeypatch):
+    _server_gone_after_the_check(monkeypatch)
     llm_server.default = Reply.not_found()
     result, _rec = await run_session(
         options(tmp_path, "ollama:no-such-model", candidates=1, rounds=1), host=llm_server.url
