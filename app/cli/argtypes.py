@@ -67,3 +67,18 @@ def arch(text: str) -> str:
         listed = ", ".join(f"sm_{a}" for a in known)
         raise argparse.ArgumentTypeError(f"NVRTC {major}.{minor} cannot compile for {name} (it knows {listed})")
     return name
+
+
+# Units of an age (`sessions prune --older-than 30d`), in seconds.
+AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def age(text: str) -> float:
+    """An age as seconds: 30d, 12h, 90m, 45s, 2w, or a plain number of days."""
+    t = text.strip().lower()
+    unit = t[-1] if t and t[-1] in AGE_UNITS else "d"
+    number = t[:-1] if t and t[-1] in AGE_UNITS else t
+    value = float(_number(float, number)) if number else -1.0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an age such as 30d, 12h or 90m")
+    return value * AGE_UNITS[unit]

@@ -70,7 +70,7 @@ def build_parser() -> CliParser:
 def _command_parser(parser: CliParser, args: argparse.Namespace) -> CliParser:
     """The parser of the command that was given (and of its subcommand, as for `tasks new`)."""
     current = parser
-    for dest in ("command", "tasks_command"):
+    for dest in ("command", "tasks_command", "sessions_command"):
         name = getattr(args, dest, None)
         subs = [a for a in current._actions if isinstance(a, argparse._SubParsersAction)]
         if not name or not subs or name not in subs[0].choices:

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from cuda_llm.app.cli.argtypes import positive_int
+from cuda_llm.app.cli.argtypes import age, positive_int
 from cuda_llm.app.cli.output import error, print_json, table
 
 
@@ -97,6 +97,42 @@ def write_export(out: Path, files: dict[str, str]) -> list[str]:
     for name, text in files.items():
         write_text(out / name, text)
     return replaced
+
+
+def remove(args: argparse.Namespace) -> int:
+    """`sessions rm ID...`: the sessions and everything recorded for them, gone from the database."""
+    from cuda_llm.engine.core.errors import UserError
+    from cuda_llm.engine.store.sessions import SessionStore
+
+    store = SessionStore(args.db)
+    try:
+        removed = store.delete_sessions(args.ids)
+    finally:
+        store.close()
+    missing = [i for i in dict.fromkeys(args.ids) if i not in removed]
+    if removed:
+        print(f"removed session(s) {', '.join(map(str, removed))}")
+    if missing:
+        raise UserError(f"no session {', '.join(map(str, missing))} in {store.path}; `cuda-llm sessions` lists them")
+    return 0
+
+
+def prune(args: argparse.Namespace) -> int:
+    """`sessions prune --older-than AGE`: every session not written to for longer than AGE."""
+    from cuda_llm.engine.store.sessions import SessionStore
+
+    store = SessionStore(args.db)
+    try:
+        old = store.sessions_before(time.time() - args.older_than)
+        removed = old if args.dry_run else store.delete_sessions(old)
+    finally:
+        store.close()
+    verb = "would remove" if args.dry_run else "removed"
+    if removed:
+        print(f"{verb} {len(removed)} session(s): {', '.join(map(str, removed))}")
+    else:
+        print(f"no session in {store.path} is older than that")
+    return 0
 
 
 def export(args: argparse.Namespace) -> int:
@@ -197,6 +233,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=positive_int, default=50, help="show the newest N sessions (default 50)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=list_sessions)
+    ssub = p.add_subparsers(dest="sessions_command", metavar="")
+    rm = ssub.add_parser("rm", help="remove sessions and everything recorded for them")
+    rm.add_argument("ids", nargs="+", type=int, metavar="ID", help="the sessions (`cuda-llm sessions` lists them)")
+    rm.add_argument("--db", help="sessions database (default: the user data folder)")
+    rm.set_defaults(func=remove)
+    pr = ssub.add_parser("prune", help="remove the sessions not written to for longer than an age")
+    pr.add_argument("--older-than", required=True, type=age, metavar="AGE", help="e.g. 30d, 12h, 90m (days if no unit)")
+    pr.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
+    pr.add_argument("--db", help="sessions database (default: the user data folder)")
+    pr.set_defaults(func=prune)
 
     e = sub.add_parser("export", help="write a session's best kernel (.cu + plan.json) and its report")
     e.add_argument("id", type=int, help="the session (`cuda-llm sessions` lists them)")

@@ -167,6 +167,10 @@ def _wrap(exc: sqlite3.Error, path: Path) -> StoreError:
     return StoreError(f"session database {path}: {text}")
 
 
+# The tables whose rows belong to one session (deleted with it).
+SESSION_TABLES = ("prompts", "candidates", "rounds")
+
+
 class SessionStore:
     def __init__(self, path: Path | str | None = None, *, read_only: bool = False) -> None:
         """`read_only`: for the commands that only read (sessions, export): nothing is created,
@@ -373,6 +377,39 @@ class SessionStore:
     def sessions(self, limit: int = 100) -> list[SessionRecord]:
         rows = self._rows("SELECT * FROM sessions ORDER BY id DESC LIMIT ?", (limit,))
         return [self._row_to_session(r) for r in rows]
+
+    def delete_sessions(self, session_ids: Sequence[int]) -> list[int]:
+        """Remove sessions and everything recorded for them; returns the ids that existed. A session
+        that a live process is running is refused (StoreError), before anything is removed."""
+        found = [rec for sid in dict.fromkeys(session_ids) if (rec := self._maybe_session(sid)) is not None]
+        here = socket.gethostname()
+        for rec in found:
+            if (
+                rec.status == "running"
+                and rec.owner_pid
+                and rec.owner_pid != os.getpid()
+                and rec.owner_host == here
+                and owner_alive(rec.owner_pid, rec.updated_at)
+            ):
+                raise StoreError(
+                    f"session {rec.id} is being run by process {rec.owner_pid}; stop it first (nothing was removed)"
+                )
+        ids = [rec.id for rec in found]
+        if ids:
+            marks = ", ".join("?" * len(ids))
+            with self._tx() as db:
+                for table in SESSION_TABLES:
+                    db.execute(f"DELETE FROM {table} WHERE session_id IN ({marks})", ids)
+                db.execute(f"DELETE FROM sessions WHERE id IN ({marks})", ids)
+        return ids
+
+    def sessions_before(self, cutoff: float) -> list[int]:
+        """The ids of sessions last written before `cutoff` (seconds since the epoch)."""
+        return [r["id"] for r in self._rows("SELECT id FROM sessions WHERE updated_at < ? ORDER BY id", (cutoff,))]
+
+    def _maybe_session(self, session_id: int) -> SessionRecord | None:
+        row = self._row("SELECT * FROM sessions WHERE id = ?", (session_id,))
+        return self._row_to_session(row) if row is not None else None
 
     def update_session(self, session_id: int, **fields: Any) -> None:
         allowed = {
