@@ -5,6 +5,12 @@ The real compiler still compiles every candidate (NVRTC needs no GPU); only the 
 replaced. A kernel named `vadd_wrong` validates as wrong with a mismatch table, `vadd_crash` as
 crashed, `vadd_hang` as timed out; `vadd_us40` times at 40 us (the baseline at 100 us, any other
 correct kernel at 50 us). Inject it with `fake_environment()` into `open_session(environment=...)`.
+
+The judge's own checks after validation are reachable too: `vadd_unwritten` leaves its output as
+poisoned as the validator made it (wrong, every element never written), `vadd_recheck` validates
+but fails the re-check after timing (Timing.state_check: it cached results between runs), and a
+time under the physical floor (`vadd_us1` against FAKE_PEAKS_SLOW's 18 us floor for vector_add)
+is suspect.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from cuda_llm.engine.task.model import Task
 BASELINE_US = 100.0
 DEFAULT_US = 50.0
 _US_MARKER = re.compile(r"_us(\d+)")
+RECHECK_FAILURE = "the outputs of the timed runs differ from the reference: results kept between runs?"
 
 FAKE_DEVICE = DeviceInfo(
     index=0,
@@ -107,6 +114,8 @@ class FakeGpu:
         if "hang" in names:
             fault = Fault("timed_out", "LAUNCH_TIMEOUT", "the kernel ran past the 2 s launch limit", cases[0])
             return ValidationReport("timed_out", f"timed out in {cases[0]}: ran past the 2 s launch limit", fault=fault)
+        if "unwritten" in names:
+            return _unwritten_report(cases, resources)
         if "wrong" in names:
             return _wrong_report(cases, resources)
         reports = tuple(CaseReport(c, True, 1000, 0, 0, 0.1) for c in cases)
@@ -137,6 +146,9 @@ class FakeGpu:
             found = _US_MARKER.search(kernels)
             median = float(found.group(1)) if found else DEFAULT_US
         spread = median * 0.01
+        # What the worker's re-check after timing reports when the outputs of the timed runs no
+        # longer match the reference (a kernel that caches its result between launches).
+        state_check = RECHECK_FAILURE if label != "baseline" and "recheck" in kernels else None
         return Timing(
             label=label,
             median_us=median,
@@ -148,6 +160,7 @@ class FakeGpu:
             mode="events",
             replays=1,
             sm_clock_mhz=1980.0,
+            state_check=state_check,
         )
 
     async def peaks(self, force: bool = False) -> Peaks:
@@ -180,6 +193,23 @@ def _wrong_report(cases: list[str], resources: tuple[LaunchResources, ...]) -> V
         reports,
         mismatches,
         ("the last 3 elements are wrong",),
+        resources=resources,
+    )
+
+
+def _unwritten_report(cases: list[str], resources: tuple[LaunchResources, ...]) -> ValidationReport:
+    """A kernel that wrote nothing: in every case each element still holds the poison (NaN for floats)."""
+    n = 1000
+    case = next((c for c in cases if c.startswith(f"n={n} ")), cases[0])
+    nan = float("nan")
+    mismatches = tuple(Mismatch("c", (i,), float(i), nan, nan, nan, case) for i in range(3))
+    reports = tuple(CaseReport(c, False, n, n, n, float("inf")) for c in cases)
+    return ValidationReport(
+        "wrong",
+        f"wrong in {len(cases)} of {len(cases)} cases; first: {case}: {n} elements wrong ({n} never written)",
+        reports,
+        mismatches,
+        ("output c was never written",),
         resources=resources,
     )
 

@@ -1,0 +1,168 @@
+"""The judge's named mutants (docs/testing.md): each is a one-line break of a check the judge relies
+on; the tests named beside it must fail on it. Each mutant is applied to a copy of the checkout (the
+checkout itself is never touched), and the copy's tests run with PYTHONPATH pointing at the copy.
+
+    python bench/named_mutants.py            # the CPU mutants, with the CPU tests that kill them
+    python bench/named_mutants.py --gpu      # also the device-side ones, with GPU tests (needs a GPU)
+
+Prints one line a mutant (killed / SURVIVED / not applied) and exits 1 if any survived or could not
+be applied. First the unmutated copy runs every listed test: they must pass, or nothing is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    path: str
+    old: str  # must occur exactly once in the file
+    new: str
+    tests: tuple[str, ...]
+    gpu: bool = False
+
+
+CHECKS = "tests/judge/test_checks.py"
+MUTANTS = (
+    Mutant(
+        "compare kernel's tolerance doubled",
+        "engine/gpu/harness.py",
+        "double bound = __dadd_rn(__dmul_rn(base, rtol), atol);",
+        "double bound = 2.0 * __dadd_rn(__dmul_rn(base, rtol), atol);",
+        ("tests/gpu/test_device_compare.py", "tests/gpu/test_judge_checks.py"),
+        gpu=True,
+    ),
+    Mutant(
+        "outputs poisoned with 0 (device)",
+        "engine/gpu/validate.py",
+        "ctx.fill32(buf, INT_POISON)",
+        "ctx.fill32(buf, 0)",
+        ("tests/gpu/test_judge_checks.py",),
+        gpu=True,
+    ),
+    Mutant(
+        "outputs poisoned with 0",
+        "engine/gpu/validate.py",
+        "ctx.fill32(buf, INT_POISON)",
+        "ctx.fill32(buf, 0)",
+        (f"{CHECKS}::test_the_poison_written_is_the_poison_recognised",),
+    ),
+    Mutant(
+        "half outputs poisoned with 0",
+        "engine/gpu/validate.py",
+        "ctx.fill16(buf, HALF_POISON)",
+        "ctx.fill16(buf, 0)",
+        (f"{CHECKS}::test_the_poison_written_is_the_poison_recognised",),
+    ),
+    Mutant(
+        "a failed re-check after timing keeps 'correct'",
+        "engine/judge/judge.py",
+        'status, message = "wrong", t.state_check',
+        "message = t.state_check",
+        (CHECKS,),
+    ),
+    Mutant(
+        "a suspect time keeps 'correct'",
+        "engine/judge/judge.py",
+        'status = "suspect"\n',
+        "pass\n",
+        (CHECKS,),
+    ),
+    Mutant(
+        "suspect_physical_share 1.03 -> 1.09",
+        "engine/core/settings.py",
+        "suspect_physical_share: float = 1.03",
+        "suspect_physical_share: float = 1.09",
+        (CHECKS, "tests/judge/test_metrics.py"),
+    ),
+    Mutant(
+        "the decoded-bytes cap loosened 4x",
+        "engine/llm/bounded.py",
+        "if decoded > self._limit:",
+        "if decoded > 4 * self._limit:",
+        ("tests/llm/test_response_cap.py", "tests/llm/test_encoded_replies.py"),
+    ),
+    Mutant(
+        "vector_add's tolerance 1e-6 -> 1e-3",
+        "tasks/vector_add/task.toml",
+        "rtol = 1e-6",
+        "rtol = 1e-3",
+        (CHECKS,),
+    ),
+)
+
+
+def checkout_copy(dest: Path) -> None:
+    """The checkout's files as they are now (tracked and untracked, not ignored), without .git."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    for rel in filter(None, listed):
+        src = ROOT / os.fsdecode(rel)
+        if src.is_file():
+            target = dest / os.fsdecode(rel)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+
+
+def run_tests(copy: Path, tests: tuple[str, ...], gpu: bool) -> tuple[int, float]:
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    marks = ["-m", "gpu"] if gpu else ["-m", "not gpu"]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-n", "0", "-p", "no:cacheprovider", *marks, *tests]
+    started = time.monotonic()
+    done = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True)
+    return done.returncode, time.monotonic() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpu", action="store_true", help="also the device-side mutants (GPU tests)")
+    parser.add_argument("--only", help="run the mutants whose name contains this")
+    args = parser.parse_args()
+    mutants = [m for m in MUTANTS if (args.gpu or not m.gpu) and (not args.only or args.only in m.name)]
+    bad = 0
+    with tempfile.TemporaryDirectory(prefix="cuda-llm-mutant-") as tmp:
+        copy = Path(tmp) / "checkout"
+        checkout_copy(copy)
+        for gpu in sorted({m.gpu for m in mutants}):
+            tests = tuple(dict.fromkeys(t for m in mutants if m.gpu == gpu for t in m.tests))
+            rc, took = run_tests(copy, tests, gpu)
+            print(f"unmutated ({'GPU' if gpu else 'CPU'} tests): exit {rc} in {took:.0f} s", flush=True)
+            if rc != 0:
+                print("  the tests fail without a mutant: nothing measured")
+                return 1
+        for m in mutants:
+            path = copy / m.path
+            original = path.read_text()
+            if original.count(m.old) != 1:
+                print(f"NOT APPLIED  {m.name}: {m.old!r} occurs {original.count(m.old)} times in {m.path}")
+                bad += 1
+                continue
+            path.write_text(original.replace(m.old, m.new))
+            try:
+                rc, took = run_tests(copy, m.tests, m.gpu)
+            finally:
+                path.write_text(original)
+            state = "killed" if rc == 1 else ("SURVIVED" if rc == 0 else f"ERROR (pytest exit {rc})")
+            bad += state != "killed"
+            print(f"{state:<9}  {m.name} ({m.path}) in {took:.0f} s by {', '.join(m.tests)}", flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""The device-side checks the judge trusts, pinned on a real GPU (the device mutants of
+docs/testing.md): the comparison kernel's bound is the task's tolerance, not a multiple of it, and
+an output a kernel never writes still holds the validator's poison, so it is counted as never written."""
+
+import numpy as np
+import pytest
+
+from cuda_llm.engine.gpu.harness import Harness, compile_harness
+from cuda_llm.engine.task.model import Tolerance
+
+pytestmark = pytest.mark.gpu
+
+RTOL = 1e-4  # far above fp32's rounding, so 0.5x and 1.5x of the bound are what the data says
+
+
+@pytest.fixture(scope="module")
+def harness(cuda_context):
+    ctx = cuda_context
+    major = ctx.attribute("COMPUTE_CAPABILITY_MAJOR")
+    minor = ctx.attribute("COMPUTE_CAPABILITY_MINOR")
+    return Harness.load(
+        ctx,
+        compile_harness(f"sm_{major}{minor}"),
+        l2_bytes=ctx.attribute("L2_CACHE_SIZE"),
+        flush_factor=1,
+        sm_count=ctx.attribute("MULTIPROCESSOR_COUNT"),
+        shared_optin=ctx.attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
+    )
+
+
+@pytest.mark.parametrize("scale", ["abs", "rms"])
+def test_the_device_bound_is_the_tolerance_itself(harness, scale):
+    """Elements off by 1.5x the allowed error are wrong, those off by 0.5x are not: a kernel that
+    allowed twice the error (or half) counts another number."""
+    rng = np.random.default_rng(3)
+    n = 100_003
+    got = (rng.standard_normal(n) * 10.0 + 50.0).astype(np.float32)
+    expected = got.astype(np.float64)
+    tol = Tolerance(scale, RTOL, 1e-30)
+    base = np.abs(expected) if scale == "abs" else np.full(n, np.sqrt(np.mean(expected * expected)))
+    over, under = rng.choice(n, size=(2, 500), replace=False)
+    expected[over] += 1.5 * RTOL * base[over]
+    expected[under] -= 0.5 * RTOL * base[under]
+    rms = float(np.sqrt(np.mean(expected * expected))) if scale == "rms" else 0.0
+    ctx = harness.ctx
+    buf, exp_dev = ctx.alloc(got.nbytes), ctx.alloc(expected.nbytes)
+    try:
+        ctx.upload(buf, got)
+        ctx.upload(exp_dev, expected)
+        result = harness.compare(buf, "float32", n, exp_dev, None, tol, rms, 10.0)
+    finally:
+        ctx.free(buf)
+        ctx.free(exp_dev)
+    assert (result.wrong, result.unwritten) == (500, 0)
+    assert 1.3 < result.worst_ratio < 1.7
+
+
+def test_an_output_never_written_is_wrong_and_counted_unwritten(gpu):
+    source = 'extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n) {}'
+    j = gpu.judge("vector_add", source)
+    assert j.status == "wrong", j.message
+    assert j.validation is not None and j.validation.cases
+    assert all(c.unwritten == c.checked > 0 for c in j.validation.cases if not c.passed), j.validation.cases
+    assert "never written" in j.message

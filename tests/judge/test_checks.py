@@ -1,0 +1,125 @@
+"""The judge's checks after validation, each with a test that fails without it (the mutants named
+in docs/testing.md): a failed re-check after timing and a time under the physical floor never stay
+"correct", an output left as poisoned as the validator made it is wrong, the default suspect share
+flags a time 5% under the physical floor, a task's tolerance refuses the shortcut it names, and
+the poison the validator writes is the one the comparison recognises as never written."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from fakes.fake_gpu import FAKE_PEAKS_SLOW, RECHECK_FAILURE, FakeGpu, fake_environment
+
+from cuda_llm.engine.core.settings import Settings
+from cuda_llm.engine.gpu.compare import compare_output, poison_bits
+from cuda_llm.engine.gpu.protocol import Timing
+from cuda_llm.engine.gpu.validate import poison
+from cuda_llm.engine.judge.judgement import Candidate, Judgement
+from cuda_llm.engine.judge.metrics import figures
+from cuda_llm.engine.task import TaskLibrary
+from cuda_llm.engine.task.dtypes import DTYPES
+from cuda_llm.engine.task.reference import load_reference
+
+KERNEL = (
+    'extern "C" __global__ void vadd_{marker}(const float* a, const float* b, float* c, int n)'
+    " { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }"
+)
+
+
+@pytest.fixture(scope="module")
+def task():
+    return TaskLibrary().get("vector_add")
+
+
+async def judged(task, marker: str) -> Judgement:
+    """vector_add's baseline under another kernel name, judged to the end by the real judge on the fake GPU."""
+    plan = dataclasses.replace(
+        task.baseline_plan,
+        launches=tuple(dataclasses.replace(la, kernel=f"vadd_{marker}") for la in task.baseline_plan.launches),
+    )
+    env = fake_environment(FakeGpu())
+    try:
+        judge = env.judge(task, Settings())
+        return await judge.judge(Candidate(f"r1-{marker}", KERNEL.replace("{marker}", marker), plan))
+    finally:
+        await env.close()
+
+
+async def test_the_control_is_correct_and_timed(task):
+    """The same kernel under a plain name: what the checks below change is theirs alone."""
+    j = await judged(task, "plain")
+    assert j.status == "correct" and j.timing is not None and j.timing.median_us == 50.0
+    assert j.figures is not None and j.figures.suspect is None
+
+
+async def test_a_failed_recheck_after_timing_is_wrong(task):
+    j = await judged(task, "recheck")
+    assert j.validation is not None and j.validation.verdict == "correct"  # it passed validation...
+    assert j.status == "wrong"  # ...and is wrong all the same: its timed runs were not honest
+    assert j.message == RECHECK_FAILURE
+    assert j.timing is not None and j.timing.state_check == RECHECK_FAILURE
+
+
+async def test_a_time_under_the_physical_floor_is_suspect(task):
+    j = await judged(task, "us1")
+    assert j.figures is not None and j.figures.physical_floor_us > 1.0  # 18 us on the fake's peaks
+    assert j.status == "suspect"
+    assert any("below the physical floor" in w for w in j.warnings)
+
+
+async def test_an_output_left_poisoned_is_wrong_and_said_so(task):
+    j = await judged(task, "unwritten")
+    assert j.status == "wrong" and j.timing is None
+    assert "never written" in j.message
+    assert j.validation is not None and all(c.unwritten == c.checked for c in j.validation.cases)
+
+
+def test_five_percent_under_the_physical_floor_is_suspect_by_default(task):
+    """The default share leaves room for measurement noise (a few percent), not for 5%: no honest
+    kernel is timed 5% under what the memory can move at all."""
+    nbytes, _ = task.bytes_and_flops(task.timing)
+    floor_us = nbytes / FAKE_PEAKS_SLOW.bandwidth_physical * 1e6
+    t = floor_us * 0.95
+    timing = Timing("r1-1", t, t * 0.99, t * 1.01, t * 0.98, 50, 0, "events", 1, None)
+    fig = figures(task, timing, FAKE_PEAKS_SLOW, None, Settings().profile.suspect_physical_share)
+    assert fig.physical_share == pytest.approx(1 / 0.95)
+    assert fig.suspect is not None
+
+
+@pytest.mark.parametrize("n", [1000, 65537])
+def test_vector_adds_tolerance_refuses_an_fp16_sum_and_takes_the_fp32_one(task, n):
+    """task.toml: one fp32 rounding passes; "an fp16 shortcut (relative error ~5e-4) fails"."""
+    case = next(c for c in task.validation if c.as_dict()["n"] == n)
+    ref = load_reference(task)
+    inputs = ref.inputs(case, 1)
+    expected = ref.outputs(inputs, case)["c"]
+    fp32 = inputs["a"] + inputs["b"]
+    fp16 = (inputs["a"].astype(np.float16) + inputs["b"].astype(np.float16)).astype(np.float32)
+    assert compare_output("c", expected, fp32, task.tolerance).passed
+    shortcut = compare_output("c", expected, fp16, task.tolerance)
+    assert shortcut.wrong > n // 2
+
+
+class _Memory:
+    """The two fills the validator's poison() uses, into host memory (no GPU needed)."""
+
+    def fill16(self, buf: np.ndarray, value: int) -> None:
+        buf.view(np.uint16)[:] = value
+
+    def fill32(self, buf: np.ndarray, value: int) -> None:
+        buf.view(np.uint32)[:] = value
+
+
+@pytest.mark.parametrize("dtype", sorted(d for d in DTYPES if poison_bits(DTYPES[d].itemsize) is not None))
+def test_the_poison_written_is_the_poison_recognised(dtype):
+    """Every element poison() fills counts as never written in the comparison, whatever the
+    expected values (zeros included: an output poisoned with 0 would pass where 0 is expected)."""
+    np_dtype = DTYPES[dtype].numpy
+    buf = np.ones(64, dtype=np_dtype)
+    poison(_Memory(), buf, dtype)  # type: ignore[arg-type]
+    expected = np.zeros(64)
+    exact = dataclasses.replace(TaskLibrary().get("vector_add").tolerance, scale="exact", rtol=0.0, atol=0.0)
+    result = compare_output("out", expected, buf, exact)
+    assert (result.wrong, result.unwritten) == (64, 64)
