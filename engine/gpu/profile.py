@@ -22,6 +22,7 @@ from cuda_llm.engine.gpu.device_compare import compare_on_device
 from cuda_llm.engine.gpu.driver import Context, CudaError, is_fatal
 from cuda_llm.engine.gpu.eager import EAGER_LABEL
 from cuda_llm.engine.gpu.harness import Harness
+from cuda_llm.engine.gpu.input_masters import InputMasters
 from cuda_llm.engine.gpu.levels import split_levels
 from cuda_llm.engine.gpu.library import LIBRARY_LABEL, Library, LibraryError
 from cuda_llm.engine.gpu.phases import PhaseClock
@@ -134,8 +135,12 @@ class Profiler:
         nvml: Nvml | None,
         settings: ProfileSettings,
         vsettings: ValidationSettings,
+        inputs: InputMasters | None = None,
     ) -> None:
+        """`inputs`: the worker's device copies of the inputs (engine/gpu/input_masters.py), copied
+        from instead of uploading the timing size's inputs for every job; without them, uploaded."""
         self.ctx = ctx
+        self.inputs = inputs
         self.info = info
         self.harness = harness
         self.refs = refs
@@ -273,8 +278,7 @@ class Profiler:
                 exc.case = e.label  # type: ignore[attr-defined]
                 raise
         # The new values go up once, into the masters (no program reads them any more).
-        for name, host in ref.inputs.items():
-            self.ctx.upload(self._masters[name], host)
+        self._fill_masters(task, case_seed(task, case, 0), ref.inputs)
         for e in checked:
             if e.state_check is not None:
                 continue
@@ -285,6 +289,19 @@ class Profiler:
             except Exception as exc:
                 exc.case = e.label  # type: ignore[attr-defined]
                 raise
+
+    def _fill_masters(self, task: Task, seed: int, host_inputs: dict[str, Any]) -> None:
+        """The timing size's inputs of `seed` into the masters: copied from the worker's device copy
+        (checked unchanged there) where it has one, else uploaded."""
+        resident = None
+        if self.inputs is not None:
+            key = (task.fingerprint, task.timing.label, seed)
+            resident = self.inputs.get(key, host_inputs, self.harness, self.vs.launch_timeout_s)
+        for name, host in host_inputs.items():
+            if resident is not None:
+                self.ctx.copy(self._masters[name], resident[name])
+            else:
+                self.ctx.upload(self._masters[name], host)
 
     def _check_one(self, task: Task, e: _Entry, ref: Any) -> str | None:
         p = e.first
@@ -389,8 +406,7 @@ class Profiler:
         # The inputs go up once; every program's own buffers are filled from them on the device.
         with phase("upload"):
             self._masters = {name: self.ctx.alloc(host.nbytes) for name, host in timed_inputs.items()}
-            for name, host in timed_inputs.items():
-                self.ctx.upload(self._masters[name], host)
+            self._fill_masters(task, case_seed(task, case, 0, "profile"), timed_inputs)
         try:
             with phase("set-up"):
                 placements = self._placement_count(task, len(entries))

@@ -18,6 +18,7 @@ from cuda_llm.engine.core.settings import ValidationSettings
 from cuda_llm.engine.gpu.compare import HALF_POISON, INT_POISON, Mismatch, OutputComparison, compare_output
 from cuda_llm.engine.gpu.device_compare import compare_on_device
 from cuda_llm.engine.gpu.driver import Context, DeviceBuffer, allocated_bytes, is_fatal
+from cuda_llm.engine.gpu.input_masters import InputMasters
 from cuda_llm.engine.gpu.phases import PhaseClock
 from cuda_llm.engine.gpu.protocol import CaseReport, DeviceInfo, LaunchResources, ValidationReport
 from cuda_llm.engine.gpu.reference_cache import ReferenceCache, ReferenceCase
@@ -110,13 +111,16 @@ def run_case(
     settings: ValidationSettings,
     phase: PhaseClock | None = None,
     binder: Binder | None = None,
+    masters: dict[str, DeviceBuffer] | None = None,
 ) -> CaseOutcome:
     """Run one validation case twice and judge it. Raises PlanError, CudaError or KernelTimeout.
 
     Everything a correct kernel needs is checked on the device: its inputs against a copy made
     there, the second run's outputs against the first's, and the first run's outputs against the
     reference (engine/gpu/device_compare.py). Only a failure brings outputs to the host, to be
-    described element by element."""
+    described element by element. `masters`: the case's inputs already on the device (checked
+    unchanged: engine/gpu/input_masters.py), copied into the candidate's buffers and serving as the
+    copy its inputs are checked against; without them the inputs are uploaded and copied."""
     phase = phase or PhaseClock()
     with phase("allocate"):
         bufs = BufferSet(ctx, task, case)
@@ -125,7 +129,10 @@ def run_case(
     try:
         with phase("upload"):
             for name, host in ref.inputs.items():
-                ctx.upload(bufs.device[name], host)
+                if masters is not None:
+                    ctx.copy(bufs.device[name], masters[name])
+                else:
+                    ctx.upload(bufs.device[name], host)
         with phase("allocate"):
             if binder is not None:
                 prepared = binder(case, bufs.device)
@@ -133,7 +140,7 @@ def run_case(
                 prepared = prepare(
                     ctx, info, funcs, plan, task.env(case), task.params(case), bufs.device, task_bytes(task, case)
                 )
-            pristine = {name: bufs.snapshot(name) for name in ref.inputs}
+            pristine = masters if masters is not None else {name: bufs.snapshot(name) for name in ref.inputs}
         timeout = settings.launch_timeout_s
         first_run: dict[str, DeviceBuffer] = {}
         same: dict[str, bool] = {}
@@ -274,9 +281,11 @@ def validate(
     plan,
     settings: ValidationSettings,
     binder: Binder | None = None,
+    inputs: InputMasters | None = None,
 ) -> ValidationReport:
     """Judge one loaded module. PlanError/CudaError/KernelTimeout propagate to the worker, which
-    turns them into a verdict (and restarts itself after a sticky error or a hang)."""
+    turns them into a verdict (and restarts itself after a sticky error or a hang). `inputs`: the
+    worker's device copies of the cases' inputs, reused by every candidate."""
     start = time.monotonic()
     phase = PhaseClock()
     funcs = ModuleFunctions(ctx, module) if binder is None else None
@@ -291,10 +300,18 @@ def validate(
             continue
         for s in range(case.seeds):
             label = f"{case.label} seed {s}"
+            seed = case_seed(task, case, s)
             with phase("reference"):
-                ref = refs.get(task, case, case_seed(task, case, s))
+                ref = refs.get(task, case, seed)
             try:
-                outcome = run_case(ctx, info, harness, funcs, task, plan, case, ref, label, settings, phase, binder)
+                masters = None
+                if inputs is not None:
+                    with phase("upload"):
+                        key = (task.fingerprint, case.label, seed)
+                        masters = inputs.get(key, ref.inputs, harness, settings.launch_timeout_s)
+                outcome = run_case(
+                    ctx, info, harness, funcs, task, plan, case, ref, label, settings, phase, binder, masters
+                )
             except Exception as exc:
                 exc.case = label  # type: ignore[attr-defined]  # the worker names the case in its report
                 raise

@@ -55,6 +55,7 @@ class WorkerState:
         from cuda_llm.engine.compile import nvrtc_library
         from cuda_llm.engine.gpu.driver import Context
         from cuda_llm.engine.gpu.harness import Harness, compile_harness
+        from cuda_llm.engine.gpu.input_masters import INPUT_MASTERS_SHARE, InputMasters
         from cuda_llm.engine.gpu.protocol import DeviceInfo
         from cuda_llm.engine.gpu.reference_cache import ReferenceCache
         from cuda_llm.engine.gpu.telemetry import Nvml
@@ -109,6 +110,8 @@ class WorkerState:
             self.info.shared_per_block_optin,
         )
         self.refs = ReferenceCache(pinner=ctx)
+        # The cases' inputs on the device, copied into each candidate's buffers (input_masters.py).
+        self.inputs = InputMasters(ctx, int(self.info.memory_bytes * INPUT_MASTERS_SHARE))
         self.nvml = Nvml.open(self.info.pci_bus_id, device_index)
         # The physical DRAM limit: NVML's maximum memory clock and bus width where NVML answers
         # (CUDA 13 deprecates the driver's memory-clock attribute), else the driver's figures.
@@ -172,6 +175,7 @@ class WorkerState:
                 self.nvml,
                 self.settings.profile,
                 self.settings.validation,
+                self.inputs,
             )
         return self._profiler
 
@@ -267,6 +271,7 @@ def handle_validate(state: WorkerState, req: Any):
             req.program.plan,
             state.settings.validation,
             binder,
+            state.inputs,
         )
     except LibraryError as exc:
         report = ValidationReport(verdict="launch_error", summary=str(exc))
