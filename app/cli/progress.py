@@ -33,6 +33,17 @@ def judgement_line(j: Judgement) -> str:
     return f"{j.label}: {split_message(j.message)[0]}"
 
 
+def counters_line(j: Judgement) -> str:
+    """'counters of r2-1: what limits it: ...', or the one line saying why there are none (the session
+    then goes on without them)."""
+    report = j.counters
+    if report is None:
+        return f"counters of {j.label}: not read"
+    if report.unavailable is not None:
+        return f"{report.line()}; the session goes on without them"
+    return f"counters of {j.label} ({report.elapsed_s:.1f} s): {report.line()}"
+
+
 class ProgressPrinter:
     """Subscribes to an EventBus. Lines go to `out`; the live token counter only to a terminal."""
 
@@ -93,6 +104,8 @@ class ProgressPrinter:
             t = event.timing
             if t.baseline is not None:
                 self._line(f"  timed on {t.device}: baseline {t.baseline.median_us:.1f} us")
+        elif isinstance(event, ev.CountersRead):
+            self._line(f"  {counters_line(event.judgement)}")
         elif isinstance(event, ev.AwaitingDecision):
             self._line(f"  waiting for a decision on {event.judgement.label}")
         elif isinstance(event, ev.DecisionMade):

@@ -129,6 +129,16 @@ class RoundProfiled(Event):
 
 
 @dataclass(frozen=True)
+class CountersRead(Event):
+    """A candidate's hardware counters and what limits it (engine/counters), or the one line saying
+    why none could be read (then the session reads no more)."""
+
+    round: int
+    judgement: Judgement  # with .counters set
+    is_best: bool  # the session's best (its counters go into the next prompt)
+
+
+@dataclass(frozen=True)
 class AwaitingDecision(Event):
     round: int
     judgement: Judgement  # the round's winner, faster than the best by more than the noise

@@ -95,6 +95,8 @@ class FsrLoop:
         self._compiled: dict[str, Compiled] = {}
         self._started = time.monotonic()
         self._records: dict[str, CandidateRecord] = {r.label: r for r in store.candidates(session_id)}
+        # Why hardware counters cannot be read here, once a run has said so: none are tried again.
+        self._counters_unavailable: str | None = None
 
     def emit(self, event: ev.Event) -> None:
         self.bus.emit(event)
@@ -401,6 +403,7 @@ class FsrLoop:
         correct = [j for j in judged if j.is_correct and j.label in self._compiled]
         state.last_failures = [j for j in judged if j.failed]
         improved = False
+        contenders: list[Judgement] = []
         if correct and not self.judge.compile_only:
             timing = await self._time_against_best(state, [(self._compiled[j.label], j) for j in correct])
             by_label = {j.label: j for j in timing.judgements}
@@ -423,6 +426,7 @@ class FsrLoop:
                 if self._beats(winner, self._best_timing(state, timing, winner.label)):
                     improved = await self._decide(state, r, winner)
         await self._process_edits(state, r)
+        await self._read_counters(state, r, contenders)
         n_correct = sum(j.is_correct for j in judged)
         state.no_gain = 0 if improved else state.no_gain + 1
         best_t = state.best.timing
@@ -465,6 +469,38 @@ class FsrLoop:
                 best_physical_share=fig.physical_share if fig else None,
             )
         )
+
+    async def _read_counters(self, state: LoopState, r: int, contenders: list[Judgement]) -> None:
+        """Hardware counters (engine/counters) of the best, whose "what limits it" goes into the next
+        prompt, and in mode "all" of the round's other correct candidates too; read after timing, in a
+        process of their own. The first run that cannot read them says why in one line, and the
+        session reads no more."""
+        mode = self.judge.settings.counters.mode
+        if mode == "off" or self.judge.compile_only or self._counters_unavailable is not None:
+            return
+        wanted = [state.best] if state.best.counters is None and state.best_compiled is not None else []
+        if mode == "all":
+            wanted += [
+                j
+                for j in contenders
+                if j.counters is None and j.label != state.best.label and j.label in self._compiled
+            ]
+        for j in wanted:
+            is_best = j.label == state.best.label
+            compiled = state.best_compiled if is_best else self._compiled[j.label]
+            assert compiled is not None
+            read = dataclasses.replace(j, counters=await self.judge.read_counters(compiled))
+            if is_best:
+                state.best = read
+            try:
+                origin = read.candidate.origin if read.candidate else "model"
+                self.store.record_judgement(self.sid, read, RequestKey(r, 0, 0), origin=origin)
+            except StoreError as exc:
+                raise SessionPausedError(str(exc)) from None
+            self.emit(ev.CountersRead(self.sid, r, read, is_best))
+            if read.counters is not None and read.counters.unavailable is not None:
+                self._counters_unavailable = read.counters.unavailable
+                return
 
     async def _time_against_best(self, state: LoopState, entries: list[tuple[Compiled, Judgement]]):
         """Time programs with the baseline and the current best (on every GPU used); refresh the

@@ -1,0 +1,92 @@
+"""The counters step in the FSR loop (CPU: the fake GPU, the loopback model server, ncu's recorded
+output replayed where ncu would run): the best's "what limits it" reaches the next round's prompt and
+the store; "all" reads every correct candidate; "off" reads none; a machine without counters says so
+in one line and the session goes on without them."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from fakes.fake_gpu import FakeGpu, fake_environment
+from recorded_outputs import RECORDED
+from scripted import GOOD_KERNEL, GOOD_PLAN, chunked, reply
+from session_driver import options, run_session
+
+from cuda_llm.engine.core.settings import CountersSettings, Settings
+from cuda_llm.engine.counters.runner import NcuCounters
+from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.store.sessions import SessionStore
+
+REPLAY = Path(__file__).parent / "replay_ncu.py"
+FAST = "vadd4_us40"  # the fake GPU times it at 40 us (the baseline at 100)
+FAST_REPLY = reply(GOOD_KERNEL.replace("vadd4", FAST), {"launches": [dict(GOOD_PLAN["launches"][0], kernel=FAST)]})
+
+
+@pytest.fixture
+def replayed_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    exe = tmp_path / "ncu"
+    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{REPLAY}" "$@"\n')
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("REPLAY_NCU_STATE", str(tmp_path / "runs"))
+    monkeypatch.setenv("REPLAY_NCU_LOGS", str(RECORDED / "vector_add_float4.csv"))
+    return exe
+
+
+async def session(tmp_path, llm_server, mode: str, ncu: Path | None, candidates: int = 1, rounds: int = 2):
+    llm_server.default = chunked(FAST_REPLY)
+    settings = Settings(counters=CountersSettings(mode=mode, ncu_path=str(ncu) if ncu else None))  # type: ignore[arg-type]
+    env = fake_environment(FakeGpu())
+    if ncu is not None:
+        env = dataclasses.replace(env, counters=NcuCounters(settings.counters, settings.validation))
+    opts = options(tmp_path, "ollama:loop-model", candidates=candidates, rounds=rounds)
+    result, rec = await run_session(
+        dataclasses.replace(opts, compile_only=False), host=llm_server.url, environment=env, settings=settings
+    )
+    prompts = [c.messages[-1]["content"] for c in llm_server.chat_requests]
+    return result, rec, prompts
+
+
+async def test_the_new_best_s_limits_reach_the_next_prompt_and_the_store(tmp_path, llm_server, replayed_ncu):
+    result, rec, prompts = await session(tmp_path, llm_server, "best", replayed_ncu)
+    assert result.status == "finished"
+    (read,) = rec.of(ev.CountersRead)  # round 1's new best; round 2's best is the same kernel
+    assert read.is_best and read.judgement.label == "r1-1"
+    assert read.judgement.counters.ok
+    assert "what limits it" not in prompts[0]
+    assert "Hardware counters of this kernel" in prompts[1]
+    assert "- what limits it: DRAM bandwidth-bound near peak: 89% of peak" in prompts[1]
+    assert "- vector_add4: 151.9 us, DRAM 89% / SM 15% of peak" in prompts[1]  # the launch as ncu named it
+    store = SessionStore(tmp_path / "sessions.db")
+    stored = {r.label: r.judgement for r in store.candidates(result.session_id)}
+    store.close()
+    assert stored["r1-1"].counters == read.judgement.counters
+
+
+async def test_all_reads_every_correct_candidate(tmp_path, llm_server, replayed_ncu):
+    _result, rec, _prompts = await session(tmp_path, llm_server, "all", replayed_ncu, candidates=2, rounds=1)
+    assert sorted((e.judgement.label, e.is_best) for e in rec.of(ev.CountersRead)) == [
+        ("r1-1", True),
+        ("r1-2", False),
+    ]
+    assert int((tmp_path / "runs").read_text()) == 2
+
+
+async def test_off_reads_none(tmp_path, llm_server, replayed_ncu):
+    _result, rec, prompts = await session(tmp_path, llm_server, "off", replayed_ncu)
+    assert rec.of(ev.CountersRead) == []
+    assert not (tmp_path / "runs").exists()
+    assert "Hardware counters" not in prompts[1]
+
+
+async def test_a_machine_without_counters_says_so_once_and_the_session_goes_on(tmp_path, llm_server):
+    os.environ.pop("CUDA_LLM_NCU", None)
+    result, rec, prompts = await session(tmp_path, llm_server, "all", None, candidates=2, rounds=2)
+    assert result.status == "finished" and len(prompts) == 4
+    (read,) = rec.of(ev.CountersRead)
+    assert read.judgement.counters.unavailable is not None
+    assert "Hardware counters" not in prompts[2]
