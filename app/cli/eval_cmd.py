@@ -170,6 +170,7 @@ def render(j, device: str, library=None, notes: tuple[str, ...] = ()) -> str:
         )
     if library is not None:
         lines.append(f"library:  {library_line(library, t.median_us if t else None)}")
+    lines += counters_lines(j.counters)
     for w in j.warnings:
         lines.append(f"note:     {w}")
     # The verdict once: a short head on its line, the rest of the explanation (the full detail of a
@@ -179,6 +180,39 @@ def render(j, device: str, library=None, notes: tuple[str, ...] = ()) -> str:
     lines.append(f"verdict:  {j.status.replace('_', ' ')}: {head}")
     lines += [f"          {line}" for line in rest.splitlines() if line.strip()]
     return "\n".join(lines)
+
+
+def counters_lines(report) -> list[str]:
+    """What limits it, each launch's counters, and the findings the summary left out."""
+    from cuda_llm.engine.counters.describe import kernel_figures
+
+    if report is None:
+        return []
+    if not report.ok:
+        return [f"counters: {report.line()}"]
+    lines = [f"counters: {report.line()} (ncu, {report.elapsed_s:.1f} s)"]
+    lines += [f"          {kernel_figures(k)}" for k in report.kernels]
+    lines += [f"          also: {f.text}" for f in report.findings if f.text not in report.summary]
+    return lines
+
+
+async def _read_counters(judge, result, own_baseline: bool):
+    """`eval --counters`: the counters of a correct candidate (or of the task's own baseline)."""
+    import dataclasses
+
+    from cuda_llm.engine.counters.model import unavailable
+    from cuda_llm.engine.judge.judgement import Judgement
+
+    if result.status == "compiled":
+        return dataclasses.replace(result, counters=unavailable("compile-only: there is no GPU to read counters on"))
+    if not result.is_correct or result.candidate is None:
+        return result
+    if own_baseline and getattr(judge.task, "pytorch_module", None):
+        return dataclasses.replace(result, counters=unavailable("the baseline is PyTorch eager, not a launch plan"))
+    compiled = await judge.baseline() if own_baseline else await judge.compile(result.candidate)
+    if isinstance(compiled, Judgement):  # it compiled a moment ago; should a second compile fail, say so
+        return dataclasses.replace(result, counters=unavailable(f"could not compile it again: {compiled.message}"))
+    return dataclasses.replace(result, counters=await judge.read_counters(compiled))
 
 
 async def _evaluate(args: argparse.Namespace) -> int:
@@ -211,6 +245,8 @@ async def _evaluate(args: argparse.Namespace) -> int:
             result = cand if isinstance(cand, Judgement) else await judge.judge(cand, profile=not args.no_profile)
         if not args.no_profile:
             library = await judge.library()
+        if args.counters:
+            result = await _read_counters(judge, result, own_baseline)
     except UserError as exc:
         error(str(exc))
         return 2
@@ -255,5 +291,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--arch", type=arch, help="compile for this arch when there is no GPU (default sm_90)")
     p.add_argument("--gpu", default="0", help="CUDA device index (default 0)")
     p.add_argument("--no-profile", action="store_true", help="stop after validation")
+    p.add_argument(
+        "--counters",
+        action="store_true",
+        help="also read the GPU's hardware counters with Nsight Compute (ncu) at the timing size and say "
+        "what limits the kernel (a process of its own, after timing)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=evaluate)

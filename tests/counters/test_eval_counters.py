@@ -1,0 +1,45 @@
+"""`cuda-llm eval --counters` as a user runs it, compile-only here: the counters are one line saying why
+there are none, and the verdict stands (the GPU test tests/counters/test_counters_gpu.py reads them)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from recorded_outputs import kernels, min_bytes
+
+from cuda_llm.app.cli.eval_cmd import counters_lines
+from cuda_llm.engine.counters.derive import derive
+from cuda_llm.engine.counters.model import unavailable
+
+
+def test_compile_only_says_why_there_are_no_counters(tmp_path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cuda_llm.app.launcher",
+            "eval",
+            "vector_add",
+            "baseline",
+            "--compile-only",
+            "--counters",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "counters: counters unavailable: compile-only: there is no GPU to read counters on" in done.stdout
+    assert "verdict:  compiled" in done.stdout
+
+
+def test_the_eval_report_shows_the_line_each_launch_and_the_other_findings():
+    report = derive(kernels("reduction_two_pass_raw.csv", ("block_sums", "final_sum")), min_bytes("reduction_sum"), 132)
+    lines = counters_lines(report)
+    assert lines[0].startswith("counters: what limits it: block_sums (98% of the time): compute-bound")
+    assert lines[1].startswith("          block_sums: 623.1 us, DRAM 26% / SM 74% of peak, 0.54 GB from DRAM")
+    assert lines[2].startswith("          final_sum: 14.2 us")
+    assert all(line.startswith(("counters:", "          ")) for line in lines)
+    assert counters_lines(unavailable("no ncu here")) == ["counters: counters unavailable: no ncu here"]
+    assert counters_lines(None) == []
