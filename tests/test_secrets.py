@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cuda_llm.engine.gpu.secrets import is_secret_name, without_secrets
+from cuda_llm.engine.core.secrets import is_secret_name, without_secrets
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from multiprocessing.context import SpawnContext
 from typing import Any
 
 from cuda_llm.engine.compile.result import CompileResult, CompilerUnavailableError, failed_result
+from cuda_llm.engine.core.secrets import scrub_own_environment, secrets_hidden
 from cuda_llm.engine.core.settings import CompileSettings
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -74,6 +75,8 @@ def prepare_child(settings: CompileSettings, parent_pid: int) -> dict[str, Any]:
 
 def child_main(conn: Connection, settings: CompileSettings, parent_pid: int) -> None:
     """The child's whole life: prepare (prepare_child), then answer requests until told to stop."""
+    # Spawned with the parent's environment (multiprocessing cannot choose one): its keys go first.
+    scrub_own_environment()
     try:
         info = prepare_child(settings, parent_pid)
         from cuda_llm.engine.compile import nvrtc
@@ -120,7 +123,8 @@ class CompilerProcess:
             name="cuda-llm-compiler",
             daemon=True,
         )
-        self.process.start()
+        with secrets_hidden():  # the child (and multiprocessing's resource tracker) start without keys
+            self.process.start()
         child_end.close()
         self.conn = parent_end
         self.info: dict[str, Any] | None = None

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from cuda_llm.engine.core.secrets import without_secrets
 from cuda_llm.engine.core.settings import CountersSettings, ValidationSettings
 from cuda_llm.engine.counters import ncu_csv
 from cuda_llm.engine.counters.derive import derive
@@ -170,6 +171,7 @@ class NcuCounters:
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,  # ncu and the probe it starts die together on a timeout
+            env=without_secrets(os.environ),  # the probe runs model-written kernels (engine/core/secrets.py)
         )
         try:
             _, err = await asyncio.wait_for(proc.communicate(), max(1.0, timeout_s))

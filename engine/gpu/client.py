@@ -31,7 +31,7 @@ from cuda_llm.engine.gpu.protocol import (
     ValidationReport,
     WorkerHello,
 )
-from cuda_llm.engine.gpu.secrets import without_secrets
+from cuda_llm.engine.core.secrets import without_secrets
 from cuda_llm.engine.task.model import Task
 
 _HEADER = struct.Struct("<Q")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_llm.engine.core.errors import UserError
+from cuda_llm.engine.core.secrets import without_secrets
 from cuda_llm.engine.torchtask import INSTALL_HINT
 
 # Importing PyTorch alone takes seconds on a busy machine; the probes run on the meta device and
@@ -87,6 +89,7 @@ def inspect_module(path: Path, timeout_s: float = PROBE_TIMEOUT_S) -> ModuleFact
             text=True,
             timeout=timeout_s,
             cwd=path.resolve().parent,
+            env=without_secrets(os.environ),  # it runs a module file: it needs no key
         )
     except subprocess.TimeoutExpired:
         raise ImportRefused(
