@@ -15,6 +15,9 @@ import sys
 from cuda_llm.app.cli.argtypes import arch, non_negative_float, non_negative_int, positive_float, positive_int
 from cuda_llm.app.cli.output import error, print_json
 
+# engine/core/settings.py's COUNTERS_MODES, spelled here so that --help imports no engine module.
+COUNTERS_CHOICES = ("off", "best", "all")
+
 EXIT_PAUSED = 3
 # Stopped by Ctrl-C: 128 + SIGINT, what a shell reports for a program the signal ended.
 EXIT_INTERRUPTED = 130
@@ -63,6 +66,12 @@ def add_session_arguments(p: argparse.ArgumentParser) -> None:
         metavar="ADDRESS",
         help="judge on every GPU of a Ray cluster: ray://HOST:10001, or auto on one of its nodes "
         '(needs "cuda-llm[cluster]")',
+    )
+    dev.add_argument(
+        "--counters",
+        choices=COUNTERS_CHOICES,
+        help="read hardware counters (Nsight Compute) of each round's best (default), of every correct "
+        "candidate (all), or of none (off): what limits the kernel goes into the next prompt",
     )
     p.add_argument("--db", help="sessions database (default: the user data folder)")
     p.add_argument(
@@ -129,6 +138,7 @@ def session_options(args: argparse.Namespace, task: str | None):
         resume=getattr(args, "resume", None),
         overrides=loop_overrides(args),
         switch_server=getattr(args, "switch_server", False),
+        counters=getattr(args, "counters", None),
     )
 
 

@@ -47,6 +47,8 @@ class SessionOptions:
     # A resumed session talks to the server it was recorded with; --host/--base-url naming another
     # one is refused unless this is set (the prompts, and a key, would go somewhere new).
     switch_server: bool = False
+    # Which candidates' hardware counters are read ("off", "best", "all"); None: the settings' own.
+    counters: str | None = None
 
 
 @dataclass
@@ -158,6 +160,10 @@ async def open_session(
     """Open (or resume) a session. `environment` replaces the compiler pool and GPU worker that would
     be opened from the options (tests pass one with a fake GPU runner)."""
     settings = settings or Settings()
+    if options.counters is not None:
+        settings = dataclasses.replace(
+            settings, counters=dataclasses.replace(settings.counters, mode=options.counters)  # type: ignore[arg-type]
+        )
     bus = bus or EventBus()
     store = store or SessionStore(options.db)
     library = library or TaskLibrary()

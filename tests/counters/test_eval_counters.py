@@ -43,3 +43,10 @@ def test_the_eval_report_shows_the_line_each_launch_and_the_other_findings():
     assert all(line.startswith(("counters:", "          ")) for line in lines)
     assert counters_lines(unavailable("no ncu here")) == ["counters: counters unavailable: no ncu here"]
     assert counters_lines(None) == []
+
+
+def test_run_offers_the_engine_s_counters_modes():
+    from cuda_llm.app.cli.run_cmd import COUNTERS_CHOICES
+    from cuda_llm.engine.core.settings import COUNTERS_MODES
+
+    assert COUNTERS_CHOICES == COUNTERS_MODES

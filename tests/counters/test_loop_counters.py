@@ -90,3 +90,15 @@ async def test_a_machine_without_counters_says_so_once_and_the_session_goes_on(t
     (read,) = rec.of(ev.CountersRead)
     assert read.judgement.counters.unavailable is not None
     assert "Hardware counters" not in prompts[2]
+
+
+async def test_the_run_option_sets_the_mode(tmp_path, llm_server, replayed_ncu):
+    """`run --counters off` (SessionOptions.counters) wins over the settings' own mode."""
+    llm_server.default = chunked(FAST_REPLY)
+    settings = Settings(counters=CountersSettings(mode="all", ncu_path=str(replayed_ncu)))
+    env = dataclasses.replace(fake_environment(FakeGpu()), counters=NcuCounters(settings.counters, settings.validation))
+    opts = dataclasses.replace(
+        options(tmp_path, "ollama:loop-model", candidates=1, rounds=1), compile_only=False, counters="off"
+    )
+    _result, rec = await run_session(opts, host=llm_server.url, environment=env, settings=settings)
+    assert rec.of(ev.CountersRead) == []
