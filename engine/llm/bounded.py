@@ -18,6 +18,9 @@ A client given a transport of its own ignores the proxies the environment names 
 only for its default transport), so this transport routes each request through the proxy the
 environment names for it (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY: `proxy_for`), and a proxied
 reply passes the same count. The clients are built with trust_env=False to say so.
+
+A redirect to another origin (scheme, host or port) is refused here, below both clients (each follows
+redirects on its own): following it would send the prompt to a server nobody chose, and silently.
 """
 
 from __future__ import annotations
@@ -58,6 +61,38 @@ class ResponseTooLarge(Exception):
     def __init__(self, limit: int) -> None:
         self.limit = limit
         super().__init__(f"the response passed {limit:,} bytes")
+
+
+class RedirectRefused(Exception):
+    """A server answered with a redirect to another origin (scheme, host or port): not followed, since
+    the next request would carry the prompt (and whatever the client sends) to a server nobody chose."""
+
+    def __init__(self, source: str, target: str) -> None:
+        super().__init__(f"a redirect from {source} to {target}")
+        self.source = source
+        self.target = target
+
+
+def redirected(exc: BaseException) -> RedirectRefused | None:
+    return _in_chain(exc, RedirectRefused)
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or default
+
+
+def check_redirect(request_url: str, status: int, location: str | None) -> None:
+    """Raise RedirectRefused for a redirect whose target is another origin than the request's; a
+    redirect within the same server (a path with a slash added) may be followed."""
+    if not 300 <= status < 400 or not location:
+        return
+    target = urllib.parse.urljoin(request_url, location)
+    if _origin(target) != _origin(request_url):
+        source = urllib.parse.urlunsplit((*urllib.parse.urlsplit(request_url)[:2], "", "", ""))
+        there = urllib.parse.urlsplit(target)
+        raise RedirectRefused(source, urllib.parse.urlunsplit((there.scheme, there.netloc, "", "", "")))
 
 
 class UndecodableResponse(Exception):
@@ -193,6 +228,11 @@ def capped_transport(lib: ModuleType = httpx) -> Any:
         async def handle_async_request(self, request: Any) -> Any:
             request.headers.update(IDENTITY)
             response = await self._route(str(request.url)).handle_async_request(request)
+            try:
+                check_redirect(str(request.url), response.status_code, response.headers.get("Location"))
+            except RedirectRefused:
+                await response.aclose()
+                raise
             try:
                 inflaters = _inflaters(response.headers)
             except UndecodableResponse:

@@ -110,6 +110,13 @@ class Server:
             "server_error", f"{self.label} reported an error mid-reply: {self.detail(detail)}: check the server's log"
         )
 
+    def redirected(self, target: str) -> ModelError:
+        return ModelError(
+            "bad_request",
+            f"{self.label} answered with a redirect to {target}, another server: not followed (the prompt "
+            f"goes only to the server you chose); if {target} is the one you mean, {self.host_hint}",
+        )
+
     def too_large(self, limit: int) -> ModelError:
         return ModelError(
             "too_large",

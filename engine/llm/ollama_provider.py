@@ -21,7 +21,14 @@ from pydantic import ValidationError
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.core.settings import GenerateOptions
 from cuda_llm.engine.llm.base import Completion, Message, ModelError, RequestKey, TokenCallback
-from cuda_llm.engine.llm.bounded import IDENTITY, capped_transport, response_cap, too_large, undecodable
+from cuda_llm.engine.llm.bounded import (
+    IDENTITY,
+    capped_transport,
+    redirected,
+    response_cap,
+    too_large,
+    undecodable,
+)
 from cuda_llm.engine.llm.http_errors import Server, retry_after_seconds, with_server_models
 from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
 
@@ -191,6 +198,8 @@ class OllamaProvider:
         server = self._server
         if isinstance(exc, ModelError):
             return exc
+        if (moved := redirected(exc)) is not None:
+            return server.redirected(moved.target)
         if (big := too_large(exc)) is not None:
             return server.too_large(big.limit)
         if (bad := undecodable(exc)) is not None:
