@@ -4,6 +4,7 @@ palette, and the two screens (start, run)."""
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import partial
 from multiprocessing import resource_tracker
@@ -13,10 +14,12 @@ from typing import Any, ClassVar
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.filter import LineFilter
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
-from cuda_llm.app.config import AppConfig, load_config, save_config
-from cuda_llm.app.keys import binding_ids, check_keymap, help_rows
+from cuda_llm.app.config import AppConfig, load_config, save_state
+from cuda_llm.app.history import MessageHistory
+from cuda_llm.app.keys import binding_ids, check_keymap, help_rows, key_conflicts
 from cuda_llm.app.messages import TelemetryRead
 from cuda_llm.app.options import Defaults, SessionRequest
 from cuda_llm.app.running import RunningSessions
@@ -64,6 +67,9 @@ class CudaLlmApp(App[int]):
         # in flight are cancelled, what is recorded stays; `--resume` continues) and quit; pressed
         # again, quit at once. Not a priority binding, so inside an editor it keeps its copy meaning.
         Binding("ctrl+c", "quit", "Quit", show=False),
+        # Every toast, warning and error of this run, with its time (they fade after seconds).
+        Binding("M", "messages", "Messages", show=False, id="app.messages"),
+        Binding("f12", "messages", "Messages", show=False, priority=True),
     ]
 
     def __init__(
@@ -107,6 +113,9 @@ class CudaLlmApp(App[int]):
         self.running_sessions = RunningSessions()
         self._quit_asked = False
         self.keymap: dict[str, str] = {}  # the config's [keys] table, as applied
+        self.messages = MessageHistory()  # every notification, kept (the toasts fade)
+        # The session the app ran last, and how it stood when the app left: the quit line (app/main.py).
+        self.last_session: tuple[int, str, str | None] | None = None  # (id, state, database)
         self.library = library
         self.ollama_lister = ollama_lister or list_ollama_models
         for theme in THEMES:
@@ -126,11 +135,13 @@ class CudaLlmApp(App[int]):
         from cuda_llm.app.screens.start import StartScreen
 
         if self.config.keys:
-            known = binding_ids([type(self), StartScreen, RunScreen, EditScreen, *screen_pane_classes()])
+            screens = [type(self), StartScreen, RunScreen, EditScreen, *screen_pane_classes()]
+            known = binding_ids(screens)
             self.keymap, problem = check_keymap(dict(self.config.keys), known)
             self.set_keymap(self.keymap)
-            if problem:
-                self.notify(problem, severity="warning", timeout=15, markup=False)
+            for line in [problem, *key_conflicts(screens, self.keymap)]:
+                if line:
+                    self.notify(line, severity="warning", timeout=15, markup=False)
         self.push_screen(StartScreen(self.defaults, self.config))
         if self.start_request is not None:
             self.push_screen(RunScreen(self.start_request))
@@ -148,8 +159,9 @@ class CudaLlmApp(App[int]):
 
     # ---- config and themes -----------------------------------------------------------------------
     def remember(self, **changes: Any) -> None:
+        """Keep a choice for next time, in the app's state file (the user's config is never written)."""
         self.config = dataclasses.replace(self.config, **changes)
-        problem = save_config(self.config, self.config_path)
+        problem = save_state(self.config, self.config_path)
         if problem:
             self.notify(problem, severity="warning", markup=False)
 
@@ -163,15 +175,38 @@ class CudaLlmApp(App[int]):
         self.theme = names[(current + 1) % len(names)]
         self.notify(f"theme: {THEME_TITLES.get(self.theme, self.theme)}", timeout=2)
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """A toast, and a line in the message history (M) that stays after it fades."""
+        self.messages.add(message, severity, markup=markup)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def action_messages(self) -> None:
+        from cuda_llm.app.screens.modals import MessagesScreen
+
+        if not isinstance(self.screen, MessagesScreen):
+            self.push_screen(MessagesScreen(self.messages))
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        # Textual's own Quit leaves at once; ours (q, below) stops the session first: one Quit, not two.
+        yield from (c for c in super().get_system_commands(screen) if c.title != "Quit")
+        yield SystemCommand("Messages (M)", "every notification of this run, with its time", self.action_messages)
         for name, title in THEME_TITLES.items():
             yield SystemCommand(
                 f"Theme: {title}", f"switch to the {title} theme (remembered)", partial(self._use, name)
             )
         # The screen's actions that apply now, one entry each, with the keys they are on.
         helps: dict[str, str] = getattr(screen, "ACTION_HELP", {})
-        for keys, description, _what, _ids in help_rows(screen, helps, skip=("pane", "next_pane", "previous_pane")):
+        for keys, description, _what, _ids in help_rows(
+            screen, helps, skip=("pane", "next_pane", "previous_pane", "explain")
+        ):
             action = next(b.action for b in screen.BINDINGS if isinstance(b, Binding) and b.description == description)
             name = action.partition("(")[0]
             if screen.check_action(name, ()) is not True:
@@ -205,8 +240,14 @@ class CudaLlmApp(App[int]):
         """q, Ctrl+Q or Ctrl+C. With a session running: stop it (requests in flight are cancelled,
         what is recorded stays) and quit as soon as it has stopped, saying so at once; pressed
         again, quit now. With none: quit."""
+        from cuda_llm.app.screens.modals import EditScreen
         from cuda_llm.app.screens.run import RunScreen
 
+        unsaved = [s for s in self.screen_stack if isinstance(s, EditScreen) and s.changed]
+        if unsaved and not self._quit_asked:
+            # Every way out of the editor with unsaved text asks first (Esc does; Ctrl+Q and Ctrl+C too).
+            unsaved[-1].ask_before_quit()
+            return
         running = [s for s in self.screen_stack if isinstance(s, RunScreen) and s.session_running]
         if running and not self._quit_asked:
             self._quit_asked = True
@@ -219,6 +260,23 @@ class CudaLlmApp(App[int]):
             if isinstance(screen, RunScreen):
                 await screen.shutdown(grace_s=0.0 if self._quit_asked else 3.0)
         self.exit(0)
+
+    def quit_line(self) -> str | None:
+        """What the terminal keeps after the app leaves (any way out): the session, how it stands, and
+        the command that resumes it. None when no session was opened."""
+        from cuda_llm.app.screens.run import RunScreen
+
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, RunScreen):
+                screen.note_last_session()
+                break
+        if self.last_session is None:
+            return None
+        session_id, state, db = self.last_session
+        argv = ["cuda-llm", "run", "--resume", str(session_id)]
+        if db:  # a database other than the default one
+            argv += ["--db", db]
+        return f"cuda-llm: session {session_id} {state}; resume it with: {shlex.join(argv)}"
 
     def _handle_exception(self, error: Exception) -> None:
         # Whatever went wrong in the UI, the sessions it runs are recorded as stopped by the crash

@@ -17,9 +17,13 @@
     url = "http://gpu-box:8000/v1"
     model = "Qwen/Qwen2.5-Coder-32B-Instruct"
 
-Read with tomllib; written by the tiny writer below (the standard library reads TOML but does not
-write it, and the file is small and flat). A file that cannot be read gives one line and the
-defaults: a broken config must never keep the application from starting.
+The file is the user's: the app reads it and never writes it (its comments and any keys it does
+not know stay as they are). What the app remembers on its own (the theme, the last task, model and
+loop settings) goes to a state file beside it, tui-state.toml, whose values win over the config's
+for those keys only; delete it to go back to the config's. Both are read with tomllib; the state
+file is written by the tiny writer below (the standard library reads TOML but does not write it).
+A file that cannot be read gives one line and the defaults: a broken config must never keep the
+application from starting.
 """
 
 from __future__ import annotations
@@ -34,6 +38,10 @@ from typing import Any
 from cuda_llm.engine.core.paths import user_config_dir
 
 CONFIG_FILE = "tui.toml"
+STATE_FILE = "tui-state.toml"  # beside the config: what the app remembers; the config stays the user's
+# The choices the app remembers (in the state file). Not auto-accept: the TUI's point is to review, so
+# a session starts with it off unless the config says otherwise; turning it on is for that session.
+REMEMBERED = ("task", "model", "endpoint", "candidates", "rounds", "repairs", "patience", "target_roofline", "theme")
 ENDPOINT_KINDS = ("openai", "ollama")
 
 
@@ -81,20 +89,58 @@ class Loaded:
     warning: str | None = None  # one line when the file was unusable (the defaults are used)
 
 
-def load_config(path: Path | None = None) -> Loaded:
-    path = path or config_path()
+def state_path(config: Path | None = None) -> Path:
+    """The app's own state file, beside the config file."""
+    return (config or config_path()).with_name(STATE_FILE)
+
+
+def _read(path: Path) -> tuple[dict[str, Any], str | None]:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return Loaded(AppConfig())
+        return {}, None
     except OSError as exc:
-        return Loaded(AppConfig(), f"cannot read {path} ({exc.strerror}); using the defaults")
+        return {}, f"cannot read {path} ({exc.strerror}); using the defaults"
     try:
         data = tomllib.loads(raw.decode("utf-8"))
-        return Loaded(_from_dict(data))
+        _from_dict(data)  # checked as a whole: one bad value and the file is not used
+        return data, None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, TypeError, ValueError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return Loaded(AppConfig(), f"{path} is not a usable config ({reason}); using the defaults")
+        return {}, f"{path} is not a usable config ({reason}); using the defaults"
+
+
+def load_config(path: Path | None = None, *, with_state: bool = True) -> Loaded:
+    """The config file, with the app's remembered choices (its state file) over it."""
+    path = path or config_path()
+    data, warning = _read(path)
+    if with_state:
+        state, state_warning = _read(state_path(path))
+        data = {**data, **{k: v for k, v in state.items() if k in REMEMBERED}}
+        warning = warning or state_warning
+    return Loaded(_from_dict(data), warning)
+
+
+def save_state(config: AppConfig, path: Path | None = None) -> str | None:
+    """Write the remembered choices to the state file beside the config (`path`); the config file
+    itself is never written. One line if it could not be written (never raises)."""
+    target = state_path(path)
+    lines = [
+        "# cuda-llm TUI: the last choices, remembered by the app (it rewrites this file; your settings go in",
+        f"# {(path or config_path()).name}, which the app never writes). Delete this file to forget them.",
+    ]
+    for name in REMEMBERED:
+        value = getattr(config, name)
+        if value is not None:
+            lines.append(f"{_key(name)} = {toml_value(value)}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        tmp.replace(target)
+    except OSError as exc:
+        return f"cannot save the app's state to {target} ({exc.strerror})"
+    return None
 
 
 def _from_dict(data: dict[str, Any]) -> AppConfig:
@@ -200,4 +246,14 @@ def remember(config: AppConfig, **changes: Any) -> AppConfig:
     return dataclasses.replace(config, **changes)
 
 
-__all__ = ["AppConfig", "Endpoint", "Loaded", "load_config", "remember", "save_config", "to_toml"]
+__all__ = [
+    "AppConfig",
+    "Endpoint",
+    "Loaded",
+    "load_config",
+    "remember",
+    "save_config",
+    "save_state",
+    "state_path",
+    "to_toml",
+]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from textual.app import App, SuspendNotSupported
 
+from cuda_llm.app.drafts import Draft
 from cuda_llm.app.state import CandidateView
 from cuda_llm.engine.contract.reply import parse_reply
 from cuda_llm.engine.core.errors import FormatError
@@ -37,12 +38,14 @@ class EditRequest:
     errors: str = ""  # what went wrong with the kernel it starts from
     based_on: str | None = None  # the candidate an edit starts from
     manual_key: RequestKey | None = None  # manual mode: the request this kernel answers
+    draft: Draft | None = None  # an edit kept from before (app/drafts.py): forgotten once submitted
 
 
 @dataclass(frozen=True)
 class EditResult:
     source: str
     plan_json: str
+    keep_only: bool = False  # the app is quitting: keep the edit as a draft (app/drafts.py), submit nothing
 
 
 def compose_reply(source: str, plan_json: str, note: str = "Written in the editor.") -> str:

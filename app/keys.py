@@ -60,13 +60,62 @@ def check_keymap(keys: Mapping[str, str], known: Mapping[str, str]) -> tuple[dic
     return usable, "[keys] in the config: " + "; ".join(problems) + " (ignored; ? lists the ids)"
 
 
-def keys_of(app: App, binding: Binding) -> list[str]:
-    """The keys a binding is on now, as shown to the person (a keymap may have moved it)."""
-    keymap: Mapping[str, str] = getattr(app, "keymap", {}) or {}
+def _keys(binding: Binding, keymap: Mapping[str, str]) -> list[str]:
+    """The keys (Textual's names) a binding is on under this keymap."""
     moved = keymap.get(binding.id) if binding.id else None
-    if not moved:
-        return [app.get_key_display(binding)]
-    return [app.get_key_display(binding.with_key(key.strip(), key_display=None)) for key in moved.split(",")]
+    return [k.strip() for k in (moved or binding.key).split(",") if k.strip()]
+
+
+def _taken(node_class: type[DOMNode], keymap: Mapping[str, str]) -> dict[str, str]:
+    """key -> binding id, for the keys the keymap moved a binding onto on this screen."""
+    taken: dict[str, str] = {}
+    for b in _bindings(node_class):
+        if b.id and b.id in keymap:
+            for key in _keys(b, keymap):
+                taken.setdefault(key, b.id)
+    return taken
+
+
+def key_conflicts(classes: Iterable[type[DOMNode]], keymap: Mapping[str, str]) -> list[str]:
+    """One line for each key the [keys] table gives to a binding that already had another: the
+    moved binding takes the key, the other keeps its other keys (if any)."""
+    lines: list[str] = []
+    for cls in classes:
+        taken = _taken(cls, keymap)
+        seen: set[tuple[str, str]] = set()
+        for b in _bindings(cls):
+            if not b.id or b.id in keymap:
+                continue
+            for key in _keys(b, keymap):
+                owner = taken.get(key)
+                if owner is None or owner == b.id or (key, b.id) in seen:
+                    continue
+                seen.add((key, b.id))
+                left = [k for other in _bindings(cls) if other.id == b.id for k in _keys(other, keymap) if k != key]
+                rest = (
+                    f"{b.description} is left on {', '.join(dict.fromkeys(left))}"
+                    if left
+                    else f"{b.description} has no key left"
+                )
+                lines.append(
+                    f'[keys] "{owner}" = "{keymap[owner]}" takes {key} from {b.id} ({b.description}): {rest}; '
+                    "give one of them another key"
+                )
+    return lines
+
+
+def keys_of(app: App, binding: Binding, node_class: type[DOMNode] | None = None) -> list[str]:
+    """The keys a binding is on now, as shown to the person (a keymap may have moved it; a key the
+    keymap gave to another binding of `node_class` is not this one's any more)."""
+    keymap: Mapping[str, str] = getattr(app, "keymap", {}) or {}
+    keys = _keys(binding, keymap)
+    if node_class is not None and not (binding.id and binding.id in keymap):
+        taken = _taken(node_class, keymap)
+        keys = [k for k in keys if taken.get(k, binding.id) == binding.id]
+    return [
+        app.get_key_display(binding.with_key(key, key_display=None if key != binding.key else binding.key_display))
+        for key in keys
+    ]
 
 
 def key_of(node: DOMNode, action: str) -> str:
@@ -74,8 +123,11 @@ def key_of(node: DOMNode, action: str) -> str:
     found = [b for b in _bindings(type(node)) if b.action == action]
     if not found:
         return action
-    letter = next((b for b in found if not b.priority), found[0])
-    return keys_of(node.app, letter)[0]
+    for b in sorted(found, key=lambda b: b.priority):  # the letter first, else an F-key in force
+        keys = keys_of(node.app, b, type(node))
+        if keys:
+            return keys[0]
+    return action
 
 
 def help_rows(node: DOMNode, helps: Mapping[str, str], skip: tuple[str, ...] = ()) -> list[tuple[str, str, str, str]]:
@@ -89,11 +141,11 @@ def help_rows(node: DOMNode, helps: Mapping[str, str], skip: tuple[str, ...] = (
     for action, bindings in by_action.items():
         keys: list[str] = []
         for b in bindings:
-            for k in keys_of(node.app, b):
+            for k in keys_of(node.app, b, type(node)):
                 if k not in keys:
                     keys.append(k)
         ids = ", ".join(dict.fromkeys(b.id for b in bindings if b.id))
-        rows.append((" / ".join(keys), bindings[0].description, helps.get(action, ""), ids))
+        rows.append((" / ".join(keys) or "(none)", bindings[0].description, helps.get(action, ""), ids))
     return rows
 
 
@@ -106,4 +158,13 @@ def letters_first(active: dict[str, ActiveBinding]) -> dict[str, ActiveBinding]:
     return letters | {k: b for k, b in active.items() if k not in letters}
 
 
-__all__ = ["BindingType", "binding_ids", "check_keymap", "help_rows", "key_of", "keys_of", "letters_first"]
+__all__ = [
+    "BindingType",
+    "binding_ids",
+    "check_keymap",
+    "help_rows",
+    "key_conflicts",
+    "key_of",
+    "keys_of",
+    "letters_first",
+]

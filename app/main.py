@@ -93,6 +93,10 @@ def run_tui(args: argparse.Namespace) -> int:
         start = SessionRequest(start.options, app.config.auto_accept)
         app.start_request = start
     app.run()
+    # Every way out (q, Ctrl+C, Ctrl+Q, F10, a crash) leaves the session's id, state and resume command.
+    line = app.quit_line()
+    if line:
+        print(line)
     sessions = app.running_sessions
     for session_id in sessions.crashed_sessions:
         print(

@@ -135,6 +135,7 @@ class SessionView:
     # improve (their "parent" in the kernel pane's diff).
     round_best: dict[int, str] = field(default_factory=dict)
     quiet: bool = False  # folding a restored history in: past events add no log lines
+    marked: str | None = None  # the candidate `d` compares the shown one with (marked with `t`)
 
     # ---- derived -------------------------------------------------------------------------------
     @property
@@ -438,6 +439,16 @@ class SessionView:
             self._follow(next(reversed(self.candidates)))
         return {TREE, LATENCY, STATUS, LOG} | set(FOCUSED)
 
+    def _on_CountersRead(self, e: ev.CountersRead) -> set[str]:
+        """A candidate's hardware counters, read after timing: kept with its judgement."""
+        j = e.judgement
+        c = self.candidates.get(j.label)
+        if c is not None:
+            c.judgement = j
+        if j.label == self.best_label:
+            self.best = j
+        return FOCUSED if j.label == self.focus else set()
+
     def _on_Notice(self, e: ev.Notice) -> set[str]:
         self._say(("warning: " if e.level == "warning" else "") + e.message)
         return {LOG}
@@ -534,6 +545,7 @@ FOLDS: dict[type[ev.Event], Callable[[SessionView, Any], set[str]]] = {
     ev.SessionFinished: SessionView._on_SessionFinished,
     ev.Failed: SessionView._on_Failed,
     ev.Notice: SessionView._on_Notice,
+    ev.CountersRead: SessionView._on_CountersRead,
 }
 # Engine events the view has no use for (none today): listed, so leaving one out is a decision.
 IGNORED_EVENTS: frozenset[type[ev.Event]] = frozenset()

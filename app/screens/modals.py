@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -17,12 +18,15 @@ from cuda_llm.app.editing import EditResult, compose_reply
 from cuda_llm.app.terminal import terminal_safe
 from cuda_llm.app.widgets.cuda import release, use_cuda
 from cuda_llm.app.widgets.text import plain, set_text
+from cuda_llm.engine.llm.spec import person_writes
 
 __all__ = [
+    "AskScreen",
     "ConfirmScreen",
     "EditResult",
     "EditScreen",
     "HelpScreen",
+    "MessagesScreen",
     "RejectScreen",
     "SettingsChange",
     "SettingsScreen",
@@ -174,6 +178,24 @@ class EditScreen(ModalScreen[EditResult | None]):
             return
         self.dismiss(EditResult(source, plan))
 
+    def ask_before_quit(self) -> None:
+        """Quit was pressed with unsaved text: keep it as a draft and quit, or go on editing."""
+
+        def answered(quit_: bool | None) -> None:
+            if quit_:
+                source = self.query_one("#edit-source", TextArea).text
+                plan = self.query_one("#edit-plan", TextArea).text
+                self.dismiss(EditResult(source, plan, keep_only=True))
+
+        self.app.push_screen(
+            ConfirmScreen(
+                "Quit with unsaved changes? Your edit is kept and offered when you resume the session.",
+                "Keep it and quit (y)",
+                "Keep editing (n / Esc)",
+            ),
+            answered,
+        )
+
     def action_cancel(self) -> None:
         if not self.changed:
             self.dismiss(None)
@@ -204,10 +226,6 @@ class SettingsChange:
     model: str | None = None
     server: str | None = None  # the model's server (ollama host or OpenAI-compatible base URL)
     retry_now: bool = False  # a paused round goes on at once with the change
-
-
-# What the model field takes (manual mode is chosen when a session starts, not in the middle).
-MODEL_KINDS = ("ollama", "openai", "replay")
 
 
 class SettingsScreen(ModalScreen[SettingsChange | None]):
@@ -279,8 +297,8 @@ class SettingsScreen(ModalScreen[SettingsChange | None]):
             set_text(error, "N must be 1 to 32 and D at least 1")
             return None
         new_model = self.query_one("#settings-model", Input).value.strip()
-        kind, colon, name = new_model.partition(":")
-        if new_model != model and (kind.lower() not in MODEL_KINDS or not colon or not name.strip()):
+        # What the model field takes: any spec but manual, which is chosen when a session starts.
+        if new_model != model and (not _is_spec(new_model) or person_writes(new_model)):
             set_text(error, "the model must be ollama:MODEL, openai:MODEL or replay:ID")
             return None
         new_server = self.query_one("#settings-server", Input).value.strip()
@@ -366,3 +384,87 @@ class HelpScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+class AskScreen(ModalScreen[str | None]):
+    """One line of text (a folder to save into...): Enter gives it, Esc cancels (None)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", priority=True)]
+
+    def __init__(self, title: str, question: str, value: str = "") -> None:
+        super().__init__(classes="dialog-screen")
+        self.title_text, self.question, self.value = title, question, value
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog", id="ask-dialog"):
+            yield Label(plain(self.title_text), classes="dialog-title")
+            yield Static(plain(self.question))
+            yield Input(self.value, id="ask-value")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("OK (Enter)", variant="primary", id="ask-ok", compact=True)
+                yield Button("Cancel (Esc)", id="ask-cancel", compact=True)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip() or None)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(self.query_one(Input).value.strip() or None if event.button.id == "ask-ok" else None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+# The colour role of each notification severity in the message history.
+SEVERITY_STYLES = {"warning": "status-crashed", "error": "status-wrong"}
+
+
+class MessagesScreen(ModalScreen[None]):
+    """Every notification of this run with its time, oldest first (the toasts fade; these stay)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close", priority=True),
+        Binding("q", "close", "Close", show=False, priority=True),
+        Binding("M", "close", "Close", show=False, priority=True),
+        Binding("f12", "close", "Close", show=False, priority=True),
+    ]
+
+    def __init__(self, history) -> None:
+        super().__init__(classes="dialog-screen")
+        self.history = history
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog", id="messages-dialog"):
+            yield Label(f"Messages ({len(self.history)})", classes="dialog-title")
+            with VerticalScroll(id="messages-scroll"):
+                yield Static(self._text(), id="messages-text")
+            yield Static("Esc closes this.", id="messages-footnote")
+
+    def _text(self) -> Text:
+        colors = self.app.theme_variables
+        out = Text()
+        for entry in self.history.entries:
+            style = colors.get(SEVERITY_STYLES.get(entry.severity, ""), "")
+            out.append(f"{entry.clock} ", style="dim")
+            out.append(f"{entry.severity[:4]:<5}", style=style)
+            out.append_text(plain(entry.text))
+            out.append("\n")
+        return out if out.plain else Text("no messages yet")
+
+    def on_mount(self) -> None:
+        self.query_one("#messages-scroll", VerticalScroll).scroll_end(animate=False)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+def _is_spec(text: str) -> bool:
+    from cuda_llm.engine.core.errors import UserError
+    from cuda_llm.engine.llm.spec import parse_spec
+
+    try:
+        parse_spec(text)
+    except UserError:
+        return False
+    return True

@@ -29,9 +29,12 @@ from textual.containers import Container
 from textual.geometry import Size
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Tab, Tabs
+from textual.widgets import Input, Tab, Tabs
 from textual.worker import Worker, WorkerState
 
+from cuda_llm.app import drafts
+from cuda_llm.app.compare import Side
+from cuda_llm.app.drafts import Draft
 from cuda_llm.app.editing import EditRequest, edit_externally, editor_command, failure_text
 from cuda_llm.app.keys import help_rows, key_of, letters_first
 from cuda_llm.app.messages import (
@@ -44,7 +47,9 @@ from cuda_llm.app.messages import (
     TokensArrived,
 )
 from cuda_llm.app.options import SessionRequest
+from cuda_llm.app.screens.compare import CompareScreen
 from cuda_llm.app.screens.modals import (
+    AskScreen,
     EditResult,
     EditScreen,
     HelpScreen,
@@ -53,14 +58,16 @@ from cuda_llm.app.screens.modals import (
     SettingsScreen,
     compose_reply,
 )
+from cuda_llm.app.screens.table import CandidateTableScreen
 from cuda_llm.app.state import COMPILER, KERNEL, LATENCY, LOG, PROMPT, STATUS, TREE, VALIDATION, SessionView
 from cuda_llm.app.widgets.candidates import CandidatesPane
 from cuda_llm.app.widgets.compiler import CompilerPane
 from cuda_llm.app.widgets.eventlog import EventLog
 from cuda_llm.app.widgets.footer import KeyFooter
-from cuda_llm.app.widgets.kernel import KernelPane, source_of
+from cuda_llm.app.widgets.kernel import KernelPane, plan_json, source_of
 from cuda_llm.app.widgets.latency import LatencyPane
 from cuda_llm.app.widgets.prompt import PromptPane
+from cuda_llm.app.widgets.search import find_match, search_target
 from cuda_llm.app.widgets.status import StatusLine
 from cuda_llm.app.widgets.telemetry import TelemetryBar
 from cuda_llm.app.widgets.text import set_text
@@ -70,9 +77,10 @@ from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller
 from cuda_llm.engine.fsr.loop import candidate_label
 from cuda_llm.engine.fsr.session import Session, open_session
+from cuda_llm.engine.judge.judgement import BASELINE_LABEL
 from cuda_llm.engine.llm.base import RequestKey
-from cuda_llm.engine.llm.manual_provider import ManualProvider, is_manual_spec
-from cuda_llm.engine.llm.spec import server_of
+from cuda_llm.engine.llm.manual_provider import ManualProvider
+from cuda_llm.engine.llm.spec import person_writes, server_of
 
 WIDE = Size(140, 40)  # at least this many columns and rows: panes side by side
 # The panes, by number (the digit keys, Tab, and the tabs of the narrow layout) and by id.
@@ -107,17 +115,33 @@ class RunScreen(Screen[None]):
         # (the candidate filter) they type.
         Binding("a", "accept", "Accept", id="run.accept"),
         Binding("r", "reject", "Reject", id="run.reject"),
+        # With no decision waiting, a and r say why instead of doing nothing (same ids: moved together).
+        Binding("a", "explain('accept')", "Accept", show=False, id="run.accept"),
+        Binding("r", "explain('reject')", "Reject", show=False, id="run.reject"),
         Binding("e", "edit", "Edit", id="run.edit"),
         Binding("p", "pause", "Pause", id="run.pause"),
-        # The same key goes on: one id, so the config moves both.
+        # The same key goes on (or takes back a pause not yet reached): one id, so the config moves all.
         Binding("p", "resume", "Resume", id="run.pause"),
+        Binding("p", "cancel_pause", "Cancel pause", id="run.pause"),
         Binding("s", "stop", "Stop", id="run.stop"),
         Binding("f", "follow", "Follow", id="run.follow"),
+        Binding("f", "unfollow", "Stop following", show=False, id="run.follow"),
+        # Taking things out, comparing, reading: shown in help (?) and the palette, not the footer.
+        Binding("y", "copy", "Copy kernel", show=False, id="run.copy"),
+        Binding("Y", "copy(True)", "Copy kernel + plan", show=False, id="run.copy_plan"),
+        Binding("x", "save", "Save files", show=False, id="run.save"),
+        Binding("t", "mark", "Mark for diff", show=False, id="run.mark"),
+        Binding("d", "diff", "Diff vs marked", show=False, id="run.diff"),
+        Binding("T", "table", "Table of candidates", show=False, id="run.table"),
+        Binding("w", "wrap", "Wrap on/off", show=False, id="run.wrap"),
+        Binding("n", "search(1)", "Next match", show=False, id="run.search_next"),
+        Binding("N", "search(-1)", "Previous match", show=False, id="run.search_previous"),
+        Binding("z", "maximize_pane", "Maximize pane", show=False, id="run.maximize"),
         Binding("question_mark", "help", "Help", key_display="?", id="run.help"),
         Binding("q", "quit", "Quit", id="run.quit"),
         Binding("m", "settings", "Model/N/D", show=False, id="run.settings"),
         Binding("A", "auto_accept", "Auto-accept", show=False, id="run.auto_accept"),
-        Binding("slash", "filter", "Filter", key_display="/", show=False, id="run.filter"),
+        Binding("slash", "filter", "Filter/search", key_display="/", show=False, id="run.filter"),
         Binding("tab", "next_pane", "Next pane", show=False, id="run.next_pane"),
         Binding("shift+tab", "previous_pane", "Previous pane", show=False, id="run.previous_pane"),
         Binding("escape", "back", "Back", show=False, id="run.back"),
@@ -153,7 +177,18 @@ class RunScreen(Screen[None]):
         "settings": "change the model, its server, N or D (a paused round takes them at once)",
         "auto_accept": "accept every round's winner without asking (on/off)",
         "follow": "show whatever happens next again (after picking a candidate in the tree)",
-        "filter": "filter the candidates by label or state (Esc clears)",
+        "unfollow": "stay on the candidate shown; the streaming reply stops scrolling (f again follows)",
+        "cancel_pause": "take back a pause asked for that the loop has not reached yet",
+        "filter": "in the candidates pane: filter them by label or state (Esc clears); elsewhere: search the "
+        "focused pane (n / N: next / previous match)",
+        "copy": "copy the shown kernel to the clipboard (OSC 52: reaches your clipboard over SSH and tmux)",
+        "save": "save the shown candidate as kernel.cu, plan.json and the report, as `cuda-llm export` does",
+        "mark": "mark the shown candidate; d then compares another with it",
+        "diff": "compare the shown candidate with the marked one: verdicts, launch plans, source",
+        "table": "every candidate in one table, sortable by latency, status, registers, occupancy",
+        "wrap": "wrap long lines in the focused pane on/off (prompt and log wrap by default)",
+        "search": "the next (n) or previous (N) match of the search in the focused pane",
+        "maximize_pane": "the focused pane fills the screen; again: back",
         "next_pane": "focus the next pane",
         "previous_pane": "focus the previous pane",
         "back": "back to the start screen (once the session has ended)",
@@ -171,7 +206,7 @@ class RunScreen(Screen[None]):
         super().__init__()
         self.request = request
         self.autostart = autostart
-        self.view = SessionView(manual=is_manual_spec(request.options.model))
+        self.view = SessionView(manual=person_writes(request.options.model))
         self.control = Controller(auto_accept=request.auto_accept, stop_when_paused=False)
         self.session: Session | None = None
         self.worker: Worker | None = None
@@ -182,13 +217,17 @@ class RunScreen(Screen[None]):
         self.layout_mode = "narrow"
         self.active_pane = PANES[0][0]
         self.panes: dict[str, Widget] = {}
+        self.search_term = ""
+        self.draft: Draft | None = None  # an edit kept from before, offered by `e`
 
     # ---- layout --------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         view = self.view
         yield TelemetryBar(id="telemetry")
+        # Each tab names the key that shows it (the config may have moved the digits).
         tabs = Tabs(
-            *(Tab(f"{i + 1} {title}", id=f"tab-{pane}") for i, (pane, title) in enumerate(PANES)), id="pane-tabs"
+            *(Tab(f"{key_of(self, f'pane({pane!r})')} {title}", id=f"tab-{pane}") for pane, title in PANES),
+            id="pane-tabs",
         )
         tabs.can_focus = False  # the digits and Tab move between panes; the tabs only name them
         yield tabs
@@ -205,6 +244,11 @@ class RunScreen(Screen[None]):
         }
         with Container(id="run-body"):
             yield from self.panes.values()
+        yield Input(
+            placeholder="search the focused pane: Enter finds, n / N next / previous, Esc closes",
+            id="pane-search",
+            compact=True,
+        )
         yield StatusLine(id="status")
         yield KeyFooter(compact=True)
 
@@ -228,6 +272,7 @@ class RunScreen(Screen[None]):
         self._check_layout(self.app.size)  # the terminal may have been resized under a dialog
 
     def on_mount(self) -> None:
+        self.query_one("#pane-search", Input).display = False
         self.layout_mode = layout_for(self.app.size)
         self._apply_layout()
         bar = self.query_one(TelemetryBar)
@@ -314,10 +359,51 @@ class RunScreen(Screen[None]):
         self._step_pane(-1)
 
     def action_filter(self) -> None:
+        """`/`: the candidates' filter in their pane (or when no pane can be searched), else a search
+        of the focused pane."""
+        if self.active_pane != "candidates-pane" and search_target(self.panes[self.active_pane]) is not None:
+            field = self.query_one("#pane-search", Input)
+            field.display = True
+            field.value = self.search_term
+            field.focus()
+            return
         self._show_pane("candidates-pane")
         pane = self.panes["candidates-pane"]
         assert isinstance(pane, CandidatesPane)
         self.call_after_refresh(pane.open_filter)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "pane-search":
+            return
+        event.stop()
+        self.search_term = event.value.strip()
+        event.input.display = False
+        self._focus_pane(self.active_pane)
+        if self.search_term:
+            self.action_search(1, from_top=True)
+
+    def on_key(self, event: events.Key) -> None:
+        field = self.query_one("#pane-search", Input)
+        if event.key == "escape" and field.has_focus:
+            event.stop()
+            field.display = False
+            self._focus_pane(self.active_pane)
+
+    def action_search(self, step: int, from_top: bool = False) -> None:
+        """The next (1) or previous (-1) line of the focused pane holding the search term."""
+        target = search_target(self.panes[self.active_pane])
+        if not self.search_term:
+            self.notify("nothing to search for: / in a pane asks for it", timeout=3)
+            return
+        if target is None:
+            self.notify("this pane has no text to search: / filters the candidates", timeout=3)
+            return
+        found = find_match(target, self.search_term, step, from_top)
+        if found is None:
+            self.notify(f"{self.search_term!r} is not in this pane", severity="warning", timeout=3, markup=False)
+            return
+        index, count, line = found
+        self.notify(f"{self.search_term!r}: match {index} of {count} (line {line + 1})", timeout=2, markup=False)
 
     # ---- the session worker --------------------------------------------------------------------
     @work(exclusive=True, group="session", exit_on_error=False, name="session")
@@ -428,6 +514,8 @@ class RunScreen(Screen[None]):
         self.view.task, self.view.model = message.task, message.model
         self.view.manual = message.manual
         self.server = message.server
+        self.note_last_session()
+        self._offer_draft(message.session_id)
         if message.notice:
             self.view.notice = message.notice
             self.view.log.append(message.notice)
@@ -457,12 +545,14 @@ class RunScreen(Screen[None]):
     def on_session_ended(self, message: SessionEnded) -> None:
         self.view.stopping = False
         self._refresh(self.view.ended(message.status, message.reason) | {LOG})
+        self.note_last_session()
         if self.quitting:
             self.app.exit(0)
 
     def on_session_error(self, message: SessionError) -> None:
         self.view.stopping = False
         self._refresh(self.view.failed(message.message))
+        self.note_last_session()
         if self.quitting:
             self.app.exit(0)
 
@@ -474,6 +564,7 @@ class RunScreen(Screen[None]):
         self.view.stopping = False
         if self.view.running:
             self._refresh(self.view.ended("stopped", "stopped at once: the work in flight was dropped") | {LOG})
+        self.note_last_session()
         if self.quitting:
             self.app.exit(0)
 
@@ -519,7 +610,7 @@ class RunScreen(Screen[None]):
 
     def keys(self) -> dict[str, str]:
         """The key shown for each action the status line mentions (the config may have moved them)."""
-        actions = ("accept", "reject", "edit", "pause", "resume", "stop", "quit", "settings", "back")
+        actions = ("accept", "reject", "edit", "pause", "resume", "stop", "quit", "settings", "back", "auto_accept")
         return {a: key_of(self, a) for a in actions}
 
     def _update_status(self) -> None:
@@ -554,18 +645,24 @@ class RunScreen(Screen[None]):
         paused = view.state == "paused" or self.pause_requested
         if action in ("accept", "reject"):
             return view.awaiting is not None
+        if action == "explain":
+            return view.awaiting is None
         if action == "edit":
             return live
         if action == "pause":
             return live and not paused
         if action == "resume":
-            return live and paused
+            return live and view.state == "paused"
+        if action == "cancel_pause":
+            return live and self.pause_requested and view.state != "paused"
         if action in ("stop", "settings"):
             return view.running
         if action == "auto_accept":
             return live and not view.manual
         if action == "follow":
             return not view.follow
+        if action == "unfollow":
+            return view.follow
         if action == "back":
             return not view.running
         return True
@@ -573,7 +670,7 @@ class RunScreen(Screen[None]):
     def action_help(self) -> None:
         """Every key of this screen as bound now (the config's [keys] table may have moved some),
         and what the focused pane adds."""
-        rows = help_rows(self, self.ACTION_HELP, skip=("pane",))
+        rows = help_rows(self, self.ACTION_HELP, skip=("pane", "explain"))
         rows.append(
             (
                 "1-7",
@@ -589,7 +686,23 @@ class RunScreen(Screen[None]):
         rows.append(("ctrl+t", "theme", "next theme (dark, light, high contrast); remembered", "app.theme"))
         rows.append(("ctrl+p", "palette", "every action, searchable", ""))
         rows.append(("ctrl+c / ctrl+q", "quit", "the same as q", "app.quit"))
+        rows.append(
+            (key_of(self.app, "messages"), "messages", "every notification of this run, with its time", "app.messages")
+        )
         self.app.push_screen(HelpScreen("Run screen keys", rows))
+
+    def action_explain(self, what: str) -> None:
+        """a or r with no winner waiting: say why there is nothing to decide."""
+        if self.view.compile_only:
+            why = "compile-only: nothing is timed, so no round has a winner to decide on"
+        elif self.control.auto_accept:
+            key = self.keys()["auto_accept"]
+            why = f"auto-accept is on: each round's winner is accepted as it comes ({key} turns it off)"
+        elif not self.view.running:
+            why = "the session has ended"
+        else:
+            why = "no round's winner is waiting for a decision yet"
+        self.notify(f"nothing to {what}: {why}", timeout=4, markup=False)
 
     def action_accept(self) -> None:
         if self.view.awaiting is not None:
@@ -612,11 +725,24 @@ class RunScreen(Screen[None]):
         if self.editing:
             self.notify("an editor is open already", timeout=3)
             return
-        request = self._edit_request()
+        request = self._draft_request() or self._edit_request()
         if request is None:
             return
         self.editing = True
         self._run_editor(request)
+
+    def _draft_request(self) -> EditRequest | None:
+        draft, self.draft = self.draft, None  # offered once; it stays on disk until submitted
+        if draft is None or (self.manual_provider() is not None and self.manual_provider().waiting()):
+            return None
+        same = draft.session_id == self.view.session_id and draft.based_on in self.view.candidates
+        return EditRequest(
+            f"Your kept edit of {draft.based_on} (session {draft.session_id})",
+            draft.source,
+            draft.plan,
+            based_on=draft.based_on if same else None,
+            draft=draft,
+        )
 
     def _edit_request(self) -> EditRequest | None:
         """What `e` edits: in manual mode the kernel asked for (a repair starts from the candidate
@@ -662,11 +788,28 @@ class RunScreen(Screen[None]):
             self.editing = False
         self._submit_edit(request, result)
 
+    def _keep(self, request: EditRequest, result: EditResult) -> str:
+        """Keep an edit that cannot be submitted now; where it is, for the line that says so."""
+        sid = self.view.session_id
+        if sid is None:
+            return "it could not be kept: the session never opened"
+        try:
+            path = drafts.keep(self.request.options.db, sid, request.based_on or "", result.source, result.plan_json)
+        except OSError as exc:
+            return f"it could not be kept ({exc.strerror or exc})"
+        if request.draft is not None and request.draft.path != path:
+            drafts.forget(request.draft)
+        return f"it is kept in {path} and offered when you resume session {sid} (or start a new one)"
+
     def _submit_edit(self, request: EditRequest, result: EditResult | str | None) -> None:
         if isinstance(result, str):  # why nothing was submitted
             self.notify(result, severity="warning", timeout=8, markup=False)
             return
         if result is None:
+            return
+        if result.keep_only:  # the app is quitting with the editor open
+            self.app.messages.add(f"your edit was not submitted: {self._keep(request, result)}", "warning")  # type: ignore[attr-defined]
+            self.app.call_later(self.app.run_action, "quit")
             return
         manual = self.manual_provider()
         if request.manual_key is not None:
@@ -676,9 +819,14 @@ class RunScreen(Screen[None]):
             manual.provide(request.manual_key, compose_reply(result.source, result.plan_json))
             return
         if not self.view.running:
-            self.notify("the session has ended: nothing was submitted", severity="warning")
+            line = f"the session has ended: nothing was submitted; {self._keep(request, result)}"
+            self.view.log.append(line)
+            self._refresh({LOG})
+            self.notify(line, severity="warning", timeout=15, markup=False)
             return
         self.control.submit_edit(result.source, result.plan_json, based_on=request.based_on)
+        if request.draft is not None:
+            drafts.forget(request.draft)
         self.view.log.append(
             f"your edit of {request.based_on} was submitted: it is judged now if a decision is pending, "
             "else at the end of the round"
@@ -742,7 +890,157 @@ class RunScreen(Screen[None]):
     def action_follow(self) -> None:
         self.view.follow = True
         latest = next(reversed(self.view.candidates), None)
-        self._refresh(self.view.set_focus(latest) | {TREE, STATUS})
+        self._refresh(self.view.set_focus(latest) | {TREE, STATUS, PROMPT})
+
+    def action_unfollow(self) -> None:
+        self.view.follow = False
+        self._refresh({TREE, STATUS, PROMPT})
+
+    def action_cancel_pause(self) -> None:
+        self.action_resume()
+
+    # -- reading --------------------------------------------------------------------------------------
+    def action_wrap(self) -> None:
+        pane = self.panes[self.active_pane]
+        toggle = getattr(pane, "toggle_wrap", None)
+        if toggle is None:
+            self.notify("this pane has nothing to wrap", timeout=2)
+            return
+        self.notify(f"wrap {'on' if toggle() else 'off'}", timeout=2)
+
+    def action_maximize_pane(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+            return
+        self.maximize(self.panes[self.active_pane], container=False)
+        self._focus_pane(self.active_pane)
+
+    # -- taking it out, comparing -----------------------------------------------------------------------
+    def _shown_label(self) -> str | None:
+        """The candidate the panes show (the best when none is picked)."""
+        c = self.view.focused()
+        if c is not None:
+            return c.label
+        best = self.view.best_source()
+        return best.label if best is not None else None
+
+    def side(self, label: str) -> Side | None:
+        view = self.view
+        if label == BASELINE_LABEL:
+            j = view.baseline
+            if j is None or j.candidate is None:
+                return None
+            return Side(label, j.candidate.source, plan_json(j.candidate.plan), j)
+        c = view.candidates.get(label)
+        if c is None:
+            return None
+        source, plan = source_of(c)
+        return Side(label, source, plan, c.judgement) if source else None
+
+    def action_copy(self, with_plan: bool = False) -> None:
+        label = self._shown_label()
+        side = self.side(label) if label else None
+        if side is None:
+            self.notify("no kernel to copy yet", severity="warning", timeout=4)
+            return
+        text = compose_reply(side.source, side.plan, note=f"// {label}") if with_plan else side.source
+        self.app.copy_to_clipboard(text)
+        what = "kernel and launch plan" if with_plan else "kernel"
+        self.notify(f"copied {label}'s {what} ({len(text.splitlines())} lines) to the clipboard", timeout=3)
+
+    def action_save(self) -> None:
+        label = self._shown_label()
+        sid = self.view.session_id
+        if label is None or sid is None:
+            self.notify("no candidate to save yet", severity="warning", timeout=4)
+            return
+
+        def chosen(folder: str | None) -> None:
+            if folder:
+                self._save(sid, label, folder)
+
+        default = f"cuda-llm-session-{sid}-{label}"
+        self.app.push_screen(
+            AskScreen(
+                f"Save {label}",
+                "Folder for kernel.cu, plan.json, report.md and report.json (as `cuda-llm export` writes):",
+                default,
+            ),
+            chosen,
+        )
+
+    @work(thread=True, group="save", exit_on_error=False)
+    def _save(self, session_id: int, label: str, folder: str) -> None:
+        from cuda_llm.app.cli.files import output_folder
+        from cuda_llm.app.cli.sessions_cmd import export_files, write_export
+
+        try:
+            out = output_folder(folder)
+            files, _ = export_files(self.request.options.db, session_id, label, out)
+            replaced = write_export(out, files)
+        except Exception as exc:  # a folder that cannot be made, a candidate not recorded yet
+            self.app.call_from_thread(self.notify, f"not saved: {one_line(exc)}", severity="error", markup=False)
+            return
+        note = f" (replaced {', '.join(replaced)})" if replaced else ""
+        self.app.call_from_thread(
+            self.notify, f"saved {label} to {out}/: {', '.join(files)}{note}", timeout=6, markup=False
+        )
+
+    def action_mark(self) -> None:
+        label = self._shown_label()
+        if label is None:
+            self.notify("no candidate to mark yet", severity="warning", timeout=3)
+            return
+        self.view.marked = None if self.view.marked == label else label
+        said = f"marked {label}: show another candidate and press d to compare" if self.view.marked else "unmarked"
+        self.notify(said, timeout=3, markup=False)
+        self._refresh({TREE})
+
+    def action_diff(self) -> None:
+        marked, label = self.view.marked, self._shown_label()
+        if marked is None:
+            self.notify("mark a candidate first (t), then show another and press d", timeout=4)
+            return
+        if label is None or label == marked:
+            self.notify(f"{marked} is marked: show another candidate (Enter in the tree), then d", timeout=4)
+            return
+        old, new = self.side(marked), self.side(label)
+        if old is None or new is None:
+            missing = marked if old is None else label
+            self.notify(f"{missing} has no kernel to compare yet", severity="warning", timeout=4, markup=False)
+            return
+        self.app.push_screen(CompareScreen(old, new))
+
+    def action_table(self) -> None:
+        def chosen(label: str | None) -> None:
+            if label is not None:
+                self._refresh(self.view.set_focus(label, by_person=True) | {TREE, STATUS})
+
+        self.app.push_screen(CandidateTableScreen(self.view), chosen)
+
+    def note_last_session(self) -> None:
+        """What the quit line says about this screen's session (app.quit_line)."""
+        sid = self.view.session_id
+        if sid is None:
+            return
+        state = self.view.state
+        shown = {"finished": "finished", "failed": "failed", "paused": "paused"}.get(state, "stopped")
+        self.app.last_session = (sid, shown, self.request.options.db)  # type: ignore[attr-defined]
+
+    def _offer_draft(self, session_id: int) -> None:
+        """An edit kept from before: of this session first, else the newest of any."""
+        db = self.request.options.db
+        found = drafts.kept(db, session_id) or drafts.kept(db)
+        if not found:
+            return
+        self.draft = found[0]
+        where = "" if self.draft.session_id == session_id else f" in session {self.draft.session_id}"
+        line = (
+            f"an edit of {self.draft.based_on}{where} you did not submit is kept: "
+            f"{self.keys()['edit']} opens it ({self.draft.path})"
+        )
+        self.view.log.append(line)
+        self.notify(line, timeout=10, markup=False)
 
     def action_back(self) -> None:
         if not self.view.running:

@@ -1,6 +1,10 @@
 """The candidates pane: a tree of rounds and their candidates, each with a status mark and word
 (compiling, wrong, crashed, timed out, correct, best...), its time and the person's decision, and a
-filter (`/`). Choosing one shows it in the other panes."""
+filter (`/`). Choosing one shows it in the other panes.
+
+The list holds still: the cursor stays on its candidate while rounds arrive and old ones fold (a
+round holding the cursor, the candidate shown or the best never folds), and each round's line says
+what it holds (how many, and its fastest), so a folded round is not a blank."""
 
 from __future__ import annotations
 
@@ -51,6 +55,7 @@ class CandidateTree(Tree[str]):
         self._signatures: dict[str, tuple] = {}  # what each candidate's leaf was drawn from
         self._scrolled_to: TreeNode[str] | None = None
         self.filter_text = ""  # shown: candidates whose label, state or decision holds it
+        self._round_labels: dict[int, str] = {}  # what each round's line shows
 
     def set_filter(self, text: str) -> None:
         """Show only the candidates whose label, state or decision holds `text` (rebuilt)."""
@@ -60,7 +65,7 @@ class CandidateTree(Tree[str]):
         self.filter_text = text
         self.clear()
         self._rounds, self._leaves, self._baseline, self._labels = {}, {}, None, {}
-        self._signatures, self._scrolled_to = {}, None
+        self._signatures, self._scrolled_to, self._round_labels = {}, None, {}
         self.root.expand()
         self.show()
 
@@ -74,8 +79,16 @@ class CandidateTree(Tree[str]):
         self.root.expand()
         self.show()
 
+    def round_label(self, round_: int, members: list[CandidateView]) -> str:
+        """`round 3 · 4 · best r3-2 40.1 us`: what the round holds, readable when it is folded."""
+        timed = [c for c in members if c.median_us is not None and c.judgement is not None and c.judgement.is_correct]
+        fastest = min(timed, key=lambda c: c.median_us or 0.0) if timed else None
+        best = f" · fastest {fastest.label} {fastest.median_us:.1f} us" if fastest is not None else ""
+        return f"round {round_} · {len(members)}{best}"
+
     def show(self) -> None:
         view = self.view
+        held = self.cursor_node  # the person's place: it must not move under them
         colors = self.app.theme_variables
         if view.baseline is not None and not self.filter_text:
             base = view.baseline
@@ -98,14 +111,30 @@ class CandidateTree(Tree[str]):
                 node = self.root.add(f"round {round_}", data=FOLLOW, expand=True)
                 self._rounds[round_] = node
                 old = self._rounds.get(round_ - ROUNDS_OPEN)
-                holds_best = any(c.label == view.best_label for c in all_by_round.get(round_ - ROUNDS_OPEN, ()))
-                if view.follow and not self.filter_text and old is not None and not holds_best:
+                kept = {view.best_label, view.focus, view.marked, held.data if held is not None else None}
+                holds = any(c.label in kept for c in all_by_round.get(round_ - ROUNDS_OPEN, ()))
+                holds = holds or (held is not None and held is old)
+                if view.follow and not self.filter_text and old is not None and not holds:
                     old.collapse()  # (the round of the best stays open: its ★ is what one looks for)
+            title = self.round_label(round_, all_members)
+            if self._round_labels.get(round_) != title:
+                node.set_label(title)
+                self._round_labels[round_] = title
             for c in members:
                 # What the label depends on: it is rebuilt only when one of these changed (a long
                 # session has hundreds of candidates, and most events change one of them).
                 best = c.label == view.best_label
-                sig = (view.mark(c), c.state, c.median_us, c.decision, c.label == view.focus, best, self.app.theme)
+                marked = c.label == view.marked
+                sig = (
+                    view.mark(c),
+                    c.state,
+                    c.median_us,
+                    c.decision,
+                    c.label == view.focus,
+                    best,
+                    marked,
+                    self.app.theme,
+                )
                 leaf = self._leaves.get(c.label)
                 if leaf is None:
                     leaf = self._leaves[c.label] = node.add_leaf(self.label_for(c, colors), data=c.label)
@@ -113,6 +142,12 @@ class CandidateTree(Tree[str]):
                     leaf.set_label(self.label_for(c, colors))
                 self._signatures[c.label] = sig
                 newest = leaf
+        if held is not None:
+            # Lines above it may have come or folded: rebuilt now, the cursor is moved back onto its
+            # node before the next key reads its line (Tree rebuilds lazily, on idle).
+            _ = self._tree_lines
+            if self.cursor_node is not held and held.tree is self:
+                self.move_cursor(held)
         # Following the session: the newest candidate in view (the person scrolls freely otherwise).
         if view.follow and newest is not None and newest is not self._scrolled_to:
             self._scrolled_to = newest
@@ -135,6 +170,8 @@ class CandidateTree(Tree[str]):
             text.append(f" {words.strip()}", style=style)
         if c.decision:
             text.append(f" · {DECISIONS.get(c.decision, c.decision)}", style="italic")
+        if c.label == view.marked:
+            text.append(" ◆ marked", style="bold")
         return text
 
     def on_tree_node_selected(self, event: Tree.NodeSelected[str]) -> None:

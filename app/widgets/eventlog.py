@@ -22,19 +22,29 @@ class EventLog(Log):
         self.border_title = "7 log"
         self._written = 0  # entries of view.log already in the widget
         self._wrap = 0  # the width they were wrapped to
+        self.wrap = True  # `w` turns it off: long entries then scroll sideways
 
     def on_mount(self) -> None:
         self.show()
 
+    def toggle_wrap(self) -> bool:
+        self.wrap = not self.wrap
+        self._rewrite()
+        return self.wrap
+
     def on_resize(self) -> None:
-        width = self._width_now()
-        if width != self._wrap:
-            self.clear()
-            # Rewrapped for the new width: as much of the end as the log keeps.
-            self._written = max(0, len(self.view.log) - MAX_LINES)
-            self.show()
+        if self._width_now() != self._wrap:
+            self._rewrite()
+
+    def _rewrite(self) -> None:
+        self.clear()
+        # Rewrapped for the new width: as much of the end as the log keeps.
+        self._written = max(0, len(self.view.log) - MAX_LINES)
+        self.show()
 
     def _width_now(self) -> int:
+        if not self.wrap:
+            return 0
         width = self.scrollable_content_region.width - 1  # room for the vertical scrollbar's column
         return width if width >= MIN_WRAP else 0
 

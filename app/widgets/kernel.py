@@ -106,6 +106,12 @@ class KernelPane(Vertical):
         }
         return self.query_one(targets.get(active, "#kernel-source"))
 
+    def toggle_wrap(self) -> bool:
+        """Long source lines wrapped (off by default: code reads by its columns)."""
+        area = self.query_one("#kernel-source", TextArea)
+        area.soft_wrap = not area.soft_wrap
+        return area.soft_wrap
+
     def action_next_view(self) -> None:
         tabs = self.query_one("#kernel-tabs", TabbedContent)
         current = VIEWS.index(tabs.active) if tabs.active in VIEWS else -1

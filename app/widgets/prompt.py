@@ -1,4 +1,8 @@
-"""The prompt pane: the exact prompt sent for the focused candidate, then its reply as it streams."""
+"""The prompt pane: the exact prompt sent for the focused candidate, then its reply as it streams.
+
+Both are wrapped to the pane by default (`w` turns it off: long lines then scroll sideways); the
+reply is wrapped as it arrives, so a streaming reply costs a line refresh, never a re-layout. While
+the session is followed the pane keeps the newest text in view; `f` off, it holds still."""
 
 from __future__ import annotations
 
@@ -32,6 +36,8 @@ class PromptPane(Vertical):
         self._shown: tuple[str, int, int, int] | None = None  # (label, round, attempt, width) in the log
         self._reply_len = 0  # characters of the reply in the log
         self._wrapped: dict[tuple[int, int, int], list[str]] = {}  # prompt lines by (round, attempt, width)
+        self.wrap = True
+        self._column = 0  # characters on the log's last line (where the next reply text goes)
 
     def compose(self) -> ComposeResult:
         yield Static(id="prompt-title", classes="pane-title")
@@ -48,8 +54,41 @@ class PromptPane(Vertical):
         if width and abs(width - self._width) > 2:
             self.show()
 
+    def toggle_wrap(self) -> bool:
+        self.wrap = not self.wrap
+        self._shown = None  # written again, wrapped or not
+        self.show()
+        return self.wrap
+
+    def _wrap_width(self) -> int:
+        return max(20, self._width - 2) if self._width else 100
+
+    def _write(self, log: Log, text: str) -> None:
+        """Reply text, wrapped at the pane's width when wrapping is on."""
+        text = terminal_safe(text)
+        if not self.wrap:
+            log.write(text)
+            return
+        width, out = self._wrap_width(), []
+        for i, part in enumerate(text.split("\n")):
+            if i:
+                out.append("\n")
+                self._column = 0
+            while part:
+                room = width - self._column
+                if len(part) <= room:
+                    out.append(part)
+                    self._column += len(part)
+                    break
+                cut = part.rfind(" ", 0, room + 1)
+                cut = cut + 1 if cut > room // 2 else room  # at a space when one is near, else mid-word
+                out.append(part[:cut] + "\n")
+                part, self._column = part[cut:], 0
+        log.write("".join(out))
+
     def show(self) -> None:
         view, log = self.view, self.query_one(Log)
+        log.auto_scroll = view.follow
         c = view.focused()
         self._label = c.label if c else None
         self._width = log.size.width
@@ -68,7 +107,7 @@ class PromptPane(Vertical):
         if shown == self._shown and len(reply) >= self._reply_len:
             # The same candidate, further on: append what is new (a judgement only changes the title).
             if len(reply) > self._reply_len:
-                log.write(terminal_safe(reply[self._reply_len :]))
+                self._write(log, reply[self._reply_len :])
                 self._reply_len = len(reply)
             return
         self._shown = shown
@@ -77,19 +116,23 @@ class PromptPane(Vertical):
         # Log.write_line leaves the line open for the next write: the newline is written here, so
         # the reply starts on a line of its own.
         log.write(f"\n── reply {c.label} " + "─" * 20 + "\n")
-        log.write(terminal_safe(reply))
+        self._column = 0
+        self._write(log, reply)
         self._reply_len = len(reply)
 
     def _prompt_lines(self, round_: int, attempt: int) -> list[str]:
         """The prompt wrapped to the pane (cached: a prompt runs to hundreds of lines)."""
-        key = (round_, attempt, self._width)
+        key = (round_, attempt, self._width if self.wrap else 0)
         lines = self._wrapped.get(key)
         if lines is None:
-            wrap = max(40, self._width - 2) if self._width else 100
+            wrap = self._wrap_width()
             lines = []
             for message in self.view.prompts.get((round_, attempt), ()):
                 lines.append(f"── {message.role} " + "─" * 20)
                 for raw in terminal_safe(message.content).splitlines():
+                    if not self.wrap:
+                        lines.append(raw)
+                        continue
                     lines.extend(textwrap.wrap(raw, wrap, replace_whitespace=False, drop_whitespace=False) or [""])
             self._wrapped[key] = lines
             while len(self._wrapped) > WRAPPED_KEPT:
@@ -98,5 +141,5 @@ class PromptPane(Vertical):
 
     def append(self, label: str, text: str) -> None:
         if label == self._label and self._shown is not None:
-            self.query_one(Log).write(terminal_safe(text))
+            self._write(self.query_one(Log), text)
             self._reply_len += len(text)

@@ -207,6 +207,7 @@ async def test_pause_settings_and_auto_accept_between_rounds(tmp_path, llm_serve
         await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
         await pilot.press("f5")
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await wait_for(pilot, lambda: app.screen.view.state != "opening", "the session open")
         await pilot.press("f5")  # pause: taken before the next round
         await pilot.press("f6")  # auto-accept on: round 1's winner needs no decision
         await wait_for(pilot, lambda: app.screen.view.state == "paused", "the pause")

@@ -217,9 +217,9 @@ async def test_footer_at_80_columns_keeps_accept_reject_and_quit_whole(tmp_path,
         footer = screen.query_one("Footer")
         assert footer.virtual_size.width <= 80, "the footer overflows"
 
-        # `/` filters the candidates; in the field the letters type, and the footer shows the F-keys,
-        # Quit (F10) among them, still whole at 80 columns.
-        await pilot.press("slash")
+        # `/` in the candidates pane filters them; in the field the letters type, and the footer shows
+        # the F-keys, Quit (F10) among them, still whole at 80 columns.
+        await pilot.press("6", "slash")
         await wait_for(pilot, lambda: screen.focused is not None and screen.focused.id == "candidate-filter", "filter")
         await pilot.press(*"r1-1")
         await wait_for(pilot, lambda: "r1-1" in screen_text(app, "#candidates"), "the filtered tree")

@@ -146,7 +146,8 @@ async def test_a_whole_session(tmp_path, llm_server):
         await pilot.pause()
         assert app.theme == "cuda-light"
         assert screen.query_one("#kernel-source", TextArea).theme == "cuda-light-code"
-        saved = tomllib.loads((tmp_path / "tui.toml").read_text())
+        saved = tomllib.loads((tmp_path / "tui-state.toml").read_text())  # the app's own file
+        assert not (tmp_path / "tui.toml").exists(), "the config file is the user's: never written"
         assert saved["theme"] == "cuda-light" and saved["task"] == "vector_add"
 
         await pilot.press("escape")
