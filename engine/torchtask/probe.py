@@ -34,6 +34,9 @@ SMALL_RULES = (
 # Real values are computed at the smallest validation case; past this many elements the check
 # would cost more than it proves.
 REAL_RUN_MAX_ELEMENTS = 1 << 22
+# A forward the meta device cannot run (data-dependent ops such as .item()) runs on the CPU instead,
+# with real values, while its inputs stay this small; a larger one is refused with the meta error.
+CPU_FALLBACK_MAX_BYTES = 1 << 30
 _C_KEYWORDS = frozenset(
     [
         "auto",
@@ -118,7 +121,7 @@ class ModuleFile:
         self.module = importlib.util.module_from_spec(spec)
         try:
             spec.loader.exec_module(self.module)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # an exit while loading is the file's fault too
             raise Refused(f"{path.name} fails to import: {type(exc).__name__}: {exc}") from None
         import torch
 
@@ -170,6 +173,9 @@ class ModuleFile:
             with torch.no_grad(), counter:
                 out = model(*inputs)
         except Exception as exc:
+            nbytes = sum(x.numel() * x.element_size() for x in inputs)
+            if device == "meta" and nbytes <= CPU_FALLBACK_MAX_BYTES:
+                return self.run(values, "cpu", dtype)  # an op the meta device cannot run (.item(), ...)
             raise Refused(f"forward raised {type(exc).__name__}: {exc}") from None
         outs = list(out) if isinstance(out, list | tuple) else [out]
         for i, o in enumerate(outs):
