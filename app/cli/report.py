@@ -68,6 +68,7 @@ def _candidate_row(c: CandidateRecord) -> dict[str, Any]:
         "median_us": c.median_us,
         "speedup": j.figures.speedup if j and j.figures else None,
         "roofline_share": j.figures.roofline_share if j and j.figures else None,
+        "counters": j.counters.line() if j and j.counters else None,
         "decision": c.decision,
         "decision_reason": c.decision_reason,
         "tokens": (c.completion.completion_tokens if c.completion else None),
@@ -108,6 +109,8 @@ def session_report(store: SessionStore, session_id: int) -> dict[str, Any]:
             "label": best.label,
             "round": best_rec.round if best_rec else None,
             "figures": _figures(best),
+            # Hardware counters (engine/counters): what limits it, each launch's metrics, every finding.
+            "counters": {"line": best.counters.line(), **serialize.dump(best.counters)} if best.counters else None,
             "source": best.candidate.source if best.candidate else None,
             "plan": best.candidate.plan.to_json() if best.candidate else None,
         },
@@ -237,6 +240,8 @@ def markdown(report: dict[str, Any]) -> str:
         )
     elif best:
         lines.append(f"- best: {best['label']} (not timed)")
+    if best and best.get("counters"):
+        lines.append(f"- hardware counters of the best: {best['counters']['line']}")
     elif report["compile_only"]:
         lines.append("- best: none chosen (compile-only: no candidate was validated or timed)")
     else:

@@ -17,6 +17,7 @@ from recorded_outputs import RECORDED
 from scripted import GOOD_KERNEL, GOOD_PLAN, chunked, reply
 from session_driver import options, run_session
 
+from cuda_llm.app.cli.report import markdown, session_report
 from cuda_llm.engine.core.settings import CountersSettings, Settings
 from cuda_llm.engine.counters.runner import NcuCounters
 from cuda_llm.engine.fsr import events as ev
@@ -62,9 +63,18 @@ async def test_the_new_best_s_limits_reach_the_next_prompt_and_the_store(tmp_pat
     assert "- what limits it: DRAM bandwidth-bound near peak: 89% of peak" in prompts[1]
     assert "- vector_add4: 151.9 us, DRAM 89% / SM 15% of peak" in prompts[1]  # the launch as ncu named it
     store = SessionStore(tmp_path / "sessions.db")
-    stored = {r.label: r.judgement for r in store.candidates(result.session_id)}
-    store.close()
+    try:
+        stored = {r.label: r.judgement for r in store.candidates(result.session_id)}
+        report = session_report(store, result.session_id)
+    finally:
+        store.close()
     assert stored["r1-1"].counters == read.judgement.counters
+    # The session's report and its Markdown (what `export` writes) carry them.
+    assert report["best"]["counters"]["line"].startswith("what limits it: DRAM bandwidth-bound near peak")
+    assert report["best"]["counters"]["kernels"][0]["values"]["dram__bytes_read.sum"] == 268_697_856
+    assert "- hardware counters of the best: what limits it: DRAM bandwidth-bound" in markdown(report)
+    row = next(h for h in report["history"] if h["label"] == "r1-1")
+    assert row["counters"] == report["best"]["counters"]["line"]
 
 
 async def test_all_reads_every_correct_candidate(tmp_path, llm_server, replayed_ncu):
