@@ -84,6 +84,14 @@ class CompileSettings:
     max_log_bytes: int = 1024 * 1024
     # Diagnostics kept per compile: the first hundred say all a model can act on.
     max_diagnostics: int = 100
+    # The PTX a candidate keeps for display (records, eval --json, the TUI): a real kernel's is tens
+    # of KB; a 5 KB reply that copies a 100 KB constexpr array into 45 globals made 21 MB of it. The
+    # head is kept with a note of the cut; the cubin that runs is whole (it is never stored).
+    max_ptx_bytes: int = 1024 * 1024
+    # What one session may add to the database in PTX and compile logs: past it, a candidate's are cut
+    # to their first max_session_tail_bytes (the verdict, the diagnostics and the figures stay whole).
+    max_session_output_bytes: int = 256 * 1024 * 1024
+    max_session_tail_bytes: int = 16 * 1024
     # How a compiler process shuts itself in once NVRTC is warm (engine/compile/sandbox.py), tried in
     # this order: Landlock where the kernel has it, else a chroot into the header folder (in a user
     # namespace where the process is not root). Empty: no jail (tests' unconfined controls only).

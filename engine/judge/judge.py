@@ -19,7 +19,7 @@ from cuda_llm.engine.contract.binding import bind_plan
 from cuda_llm.engine.contract.errors import headline
 from cuda_llm.engine.contract.limits import LaunchLimits, PlanError, arch_limits, check_every_size, device_limits
 from cuda_llm.engine.contract.reply import parse_reply
-from cuda_llm.engine.contract.signature import parse_kernels
+from cuda_llm.engine.contract.signature import KernelScan, parse_kernels
 from cuda_llm.engine.core.concurrency import gather_or_cancel
 from cuda_llm.engine.core.errors import FormatError, UserError
 from cuda_llm.engine.core.settings import Settings
@@ -36,6 +36,7 @@ from cuda_llm.engine.judge.judgement import (
     Status,
 )
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME, Figures, describe_levels, figures
+from cuda_llm.engine.judge.output_caps import capped_compile
 from cuda_llm.engine.judge.schedule import expected_cost_s, split_by_cost
 from cuda_llm.engine.task.model import Task
 
@@ -113,7 +114,7 @@ class Judge:
         return Candidate(label, parsed.source, parsed.plan, parsed.explanation, origin)
 
     # ---- stage 1: Compilation Verifier -------------------------------------------------------
-    def _precheck(self, cand: Candidate) -> tuple[CheckedSource, tuple]:
+    def _precheck(self, cand: Candidate) -> tuple[CheckedSource, KernelScan]:
         # The checks that cost least first (size, NUL, UTF-8, includes): a 5 MB source is refused
         # at once, not after seconds of signature parsing.
         checked = check_source(cand.source, self.settings.compile)
@@ -128,6 +129,9 @@ class Judge:
             # and the UI (and Ctrl-C) must not wait for them.
             checked, kernels = await asyncio.to_thread(self._precheck, cand)
             result = await self.compiler.compile(checked, self.arch)
+            # What the candidate adds to every record and output, within bounds (output_caps.py).
+            compile_settings = self.settings.compile
+            result = capped_compile(result, compile_settings.max_ptx_bytes, compile_settings.max_log_bytes)
         except FormatError as exc:
             return Judgement(cand.label, "format_error", _first_line(str(exc)), detail=str(exc), candidate=cand)
         if not result.ok:
@@ -257,6 +261,8 @@ class Judge:
         anchor: tuple[Compiled, Judgement] | None,
         worker: int | None,
     ) -> RoundTiming:
+        assert self.gpu is not None  # profile() is only called with a GPU
+        gpu = self.gpu
         baseline = await self.baseline()
         pending = {c.candidate.label: (c, j) for c, j in entries}
         fixed = [baseline.program()] + ([anchor[0].program()] if anchor else [])
@@ -266,9 +272,9 @@ class Judge:
         while True:
             programs = fixed + [c.program() for c, _ in pending.values()]
             if worker is None:
-                outcome = await self.gpu.profile(self.task, programs)
+                outcome = await gpu.profile(self.task, programs)
             else:
-                outcome = await self.gpu.profile(self.task, programs, worker=worker)
+                outcome = await gpu.profile(self.task, programs, worker=worker)
             if isinstance(outcome, ProfileReport):
                 break
             culprit = outcome.fault.case

@@ -21,8 +21,9 @@ from typing import Any
 from cuda_llm.engine.core import serialize
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.core.paths import user_data_dir
-from cuda_llm.engine.core.settings import LoopSettings
+from cuda_llm.engine.core.settings import CompileSettings, LoopSettings
 from cuda_llm.engine.judge.judgement import Judgement
+from cuda_llm.engine.judge.output_caps import capped_compile, cut_text
 from cuda_llm.engine.llm.base import Completion, Message, RequestKey
 from cuda_llm.engine.store.owner import owner_alive
 from cuda_llm.engine.store.schema import MIGRATIONS, SCHEMA_VERSION
@@ -177,6 +178,10 @@ class SessionStore:
         written or migrated, and a file on read-only media or without write permission opens."""
         self.path = Path(path) if path else default_db_path()
         self.read_only = read_only
+        # The bound on what one session's judgements add (engine/core/settings.py), and what each
+        # session holds so far (summed once per session, then counted as judgements are written).
+        self.output_limits = CompileSettings()
+        self._output_bytes: dict[int, int] = {}
         try:
             if read_only:
                 self.db = self._connect_read_only()
@@ -344,6 +349,7 @@ class SessionStore:
                 socket.gethostname(),
             ),
         )
+        assert cur.lastrowid is not None  # set by the INSERT just made
         return int(cur.lastrowid)
 
     def _row_to_session(self, row: sqlite3.Row) -> SessionRecord:
@@ -506,7 +512,7 @@ class SessionStore:
         self, session_id: int, judgement: Judgement, key: RequestKey | None = None, origin: str = "model"
     ) -> None:
         median = judgement.timing.median_us if judgement.timing else None
-        payload = json.dumps(serialize.dump(judgement))
+        payload = self._bounded_payload(session_id, judgement)
         ran_on = judgement.ran_on
         node = ran_on.node if ran_on else None
         gpu = f"{ran_on.gpu_name} #{ran_on.gpu_index}" if ran_on else judgement.device
@@ -553,6 +559,31 @@ class SessionStore:
                         gpu,
                     ),
                 )
+
+    def _bounded_payload(self, session_id: int, judgement: Judgement) -> str:
+        """The judgement as stored: whole while the session's records are within
+        CompileSettings.max_session_output_bytes, its PTX and compile log cut short once past it (a
+        hostile model could otherwise add gigabytes in one session; the verdict and figures stay)."""
+        limits = self.output_limits
+        payload = json.dumps(serialize.dump(judgement))
+        if session_id not in self._output_bytes:
+            row = self._row(
+                "SELECT COALESCE(SUM(LENGTH(CAST(judgement_json AS BLOB))), 0) FROM candidates WHERE session_id = ?",
+                (session_id,),
+            )
+            self._output_bytes[session_id] = int(row[0]) if row is not None else 0
+        if self._output_bytes[session_id] + len(payload) > limits.max_session_output_bytes:
+            tail = limits.max_session_tail_bytes
+            compiled = judgement.compile
+            detail = cut_text(judgement.detail, tail, "detail (this session's records are at their size limit)")
+            judgement = dataclasses.replace(
+                judgement,
+                compile=capped_compile(compiled, tail, tail) if compiled is not None else None,
+                detail=detail if detail is not None else judgement.detail,
+            )
+            payload = json.dumps(serialize.dump(judgement))
+        self._output_bytes[session_id] += len(payload)
+        return payload
 
     def record_decision(self, session_id: int, label: str, decision: str, reason: str = "") -> None:
         self._write(
@@ -607,4 +638,4 @@ class SessionStore:
             "origin IN ('model', 'replay') AND reply IS NOT NULL",
             (session_id,),
         )
-        return {RequestKey(r[0], r[1], r[2]): _text(r[3]) for r in rows}
+        return {RequestKey(r[0], r[1], r[2]): _text(r[3]) or "" for r in rows}  # the query left out NULL
