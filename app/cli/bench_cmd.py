@@ -144,7 +144,7 @@ def _options(request: BenchRequest, task: str, model: str):
 
         store = SessionStore(request.db, read_only=True)
         try:
-            recorded = store.session(int(model.split(":", 1)[1])).settings
+            recorded = store.session(int(spec.name)).settings
         finally:
             store.close()
         loop = dataclasses.replace(recorded, **request.overrides)
@@ -208,7 +208,22 @@ def build_row(task: str, model: str, result, report: dict[str, Any], library, se
         server=report.get("server"),
         settings=report["settings"],
         environment=report.get("environment") or {},
+        baseline_kind=_baseline_kind(report),
+        fastest_correct_speedup=max(
+            (h["speedup"] for h in history if h["status"] == "correct" and h.get("speedup")), default=None
+        ),
     )
+
+
+def _baseline_kind(report: dict[str, Any]) -> str:
+    """"eager" for a task imported from a PyTorch module (its baseline is PyTorch eager), else "cuda"."""
+    from cuda_llm.app.cli.bench_table import EAGER
+    from cuda_llm.engine.task.loader import load_task
+
+    try:
+        return EAGER if load_task(report["task_folder"]).pytorch_module else "cuda"
+    except (UserError, OSError, KeyError, TypeError):  # the task's folder is gone or changed: a plain row
+        return "cuda"
 
 
 EnvironmentFactory = Callable[[], Any]  # a JudgeEnvironment to judge with (tests pass a fake GPU's)

@@ -38,9 +38,9 @@ from cuda_llm.app.widgets.telemetry import TelemetryBar
 from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
-from cuda_llm.engine.llm.ollama_provider import ollama_url
+from cuda_llm.engine.llm.ollama_provider import OllamaProvider, ollama_url
+from cuda_llm.engine.llm.spec import parse_spec, person_writes
 
-MODEL_KINDS = ("ollama", "openai", "replay", "manual")
 REPLAYS_LISTED = 10
 
 
@@ -294,9 +294,9 @@ class StartScreen(Screen[None]):
             return  # typed by the person, or the last one used: kept even if no server lists it now
         # Nothing chosen: the first model the local server offers, else manual, so the defaults
         # start a session (Enter, Enter, s).
-        first = next((i for i, m in enumerate(choices) if m.spec.startswith("ollama:")), None)
+        first = next((i for i, m in enumerate(choices) if parse_spec(m.spec).kind == OllamaProvider.kind), None)
         if first is None:
-            first = next(i for i, m in enumerate(choices) if m.spec == "manual")
+            first = next(i for i, m in enumerate(choices) if person_writes(m.spec))
         options.highlighted = first
         self.pick_model(first)
         self.preselected = choices[first].spec
@@ -396,8 +396,10 @@ class StartScreen(Screen[None]):
         if task is None:
             raise ValueError("pick a task")
         spec = self.query_one("#model-spec", Input).value.strip()
-        if spec.partition(":")[0].lower() not in MODEL_KINDS or (spec.lower() != "manual" and ":" not in spec):
-            raise ValueError("pick a model, or type one: ollama:MODEL, openai:MODEL, replay:ID or manual")
+        try:
+            parse_spec(spec)
+        except UserError:
+            raise ValueError("pick a model, or type one: ollama:MODEL, openai:MODEL, replay:ID or manual") from None
 
         def value(field_id: str) -> str:
             return self.query_one(f"#{field_id}", Input).value
