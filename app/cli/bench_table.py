@@ -13,7 +13,12 @@ What the table promises:
   a Ray cluster (bench.json's rows name the node and GPU as well);
 - the vendor library's latency beside the best, and the best as "x of library" (the library's time
   over the best's: above 1, faster than the library), or why there is no library figure;
-- every row carries the settings and the environment (versions, GPU, clocks) that reproduce it.
+- every row carries the settings and the environment (versions, GPU, clocks) that reproduce it;
+- over the tasks imported from PyTorch modules (their baseline is PyTorch eager), the field's
+  figures: fast_p, the share of those problems where a correct kernel is more than p times faster
+  than eager (fast_0: the share with a correct kernel at all), for p = 0, 1, 2, and the geometric
+  mean over the correct ones of their fastest correct kernel's speedup over eager (below 1 where
+  eager stayed faster).
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ BENCH_FILE = "bench.json"
 # bench.json's layout version (1: the rows had no settings, environment or summary; 2: one summary,
 # no summaries per GPU model).
 BENCH_FORMAT = 3
+# The baseline of a task imported from a PyTorch module (engine/torchtask/): BenchRow.baseline_kind.
+EAGER = "eager"
+# The p of fast_p the table reports (the field's: correct; faster than eager; twice as fast).
+FAST_P = (0.0, 1.0, 2.0)
 
 
 @dataclass
@@ -61,6 +70,10 @@ class BenchRow:
     server: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)  # the LoopSettings the session ran with
     environment: dict[str, Any] = field(default_factory=dict)  # versions, host, GPU, clocks, peaks
+    baseline_kind: str = "cuda"  # "eager": a task imported from a PyTorch module, PyTorch eager its baseline
+    # The fastest correct candidate's speedup over the baseline, even below 1 (where the best is the
+    # baseline itself, `speedup` says 1.00x): what fast_p and the speedup over eager are made of.
+    fastest_correct_speedup: float | None = None
 
     @property
     def is_correct(self) -> bool | None:
@@ -107,6 +120,37 @@ class GeoMean:
 
 
 @dataclass(frozen=True)
+class FastP:
+    """The field's figures over the problems imported from PyTorch modules, against eager."""
+
+    problems: int  # validated imported problems
+    fast: dict[str, float]  # "fast_0": share of problems, ...
+    counts: dict[str, int]  # "fast_0": problems, ...
+    geomean_vs_eager: float | None  # over the correct problems' fastest correct kernels
+    correct: int
+
+
+def fast_p(rows: list[BenchRow]) -> FastP | None:
+    """fast_0, fast_1, fast_2 and the geometric mean speedup over eager; None without imported rows."""
+    imported = [r for r in rows if r.baseline_kind == EAGER and r.validated]
+    if not imported:
+        return None
+    counts = {}
+    for p in FAST_P:
+        counts[f"fast_{p:g}"] = sum(
+            bool(r.is_correct) and (p == 0 or (r.fastest_correct_speedup or 0.0) > p) for r in imported
+        )
+    speeds = [r.fastest_correct_speedup for r in imported if r.is_correct and r.fastest_correct_speedup]
+    return FastP(
+        problems=len(imported),
+        fast={k: v / len(imported) for k, v in counts.items()},
+        counts=counts,
+        geomean_vs_eager=geomean(speeds),  # type: ignore[arg-type]
+        correct=len(speeds),
+    )
+
+
+@dataclass(frozen=True)
 class Summary:
     validated: bool
     improved: GeoMean
@@ -114,6 +158,7 @@ class Summary:
     correct: int  # tasks with a correct kernel
     tasks: int
     gpu: str | None = None  # the GPU model of its rows (None: compile-only, or not recorded)
+    fast_p: FastP | None = None  # over the rows of tasks imported from PyTorch modules
 
 
 def geomean(values: list[float]) -> float | None:
@@ -163,6 +208,7 @@ def summarize(rows: list[BenchRow], gpu: str | None = None) -> Summary:
         correct=sum(bool(r.is_correct) for r in rows),
         tasks=len(rows),
         gpu=gpu,
+        fast_p=fast_p(rows),
     )
 
 
@@ -320,6 +366,12 @@ def markdown(bench: dict[str, Any]) -> str:
         )
     else:
         lines.append(f"- correct: {NOT_VALIDATED}: without a GPU nothing was run, so nothing is known correct")
+    eager = [r.task for r in rows if r.baseline_kind == EAGER]
+    if eager:
+        lines.append(
+            f"- baseline: PyTorch eager (the module run by our profiler) for the tasks imported from PyTorch "
+            f"modules: {', '.join(eager)}"
+        )
     lines += ["", *_md_table(columns(rows), [cells(r, with_gpu) for r in rows]), ""]
     lines += summary_lines(per_gpu)
     notes = library_notes(rows)
@@ -371,6 +423,13 @@ def _summary_lines(summary: Summary) -> list[str]:
         value = f"{g.value:.2f}x" if g.value else "-"
         out.append(f"- {g.name} ({g.tasks}): {value}")
     out.append(f"- correct on {summary.correct} of {summary.tasks} task(s)")
+    f = summary.fast_p
+    if f is not None:
+        shares = ", ".join(f"{k} = {v:.2f} ({f.counts[k]}/{f.problems})" for k, v in f.fast.items())
+        mean = f"{f.geomean_vs_eager:.2f}x" if f.geomean_vs_eager else "-"
+        out.append(f"- against PyTorch eager over {f.problems} imported problem(s): {shares}")
+        what = "geometric mean speedup over eager of the correct problems' fastest kernels"
+        out.append(f"- {what} ({f.correct}): {mean}")
     return out
 
 
