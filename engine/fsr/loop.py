@@ -97,6 +97,10 @@ class FsrLoop:
         self._records: dict[str, CandidateRecord] = {r.label: r for r in store.candidates(session_id)}
         # Why hardware counters cannot be read here, once a run has said so: none are tried again.
         self._counters_unavailable: str | None = None
+        # Timing and reading counters take turns on the GPU: ncu replaying a kernel beside a timed
+        # sample would be in its figure (a counters run on demand, from the TUI, waits for a round's
+        # timing to end, and the next timing waits for it).
+        self._gpu_turn = asyncio.Lock()
 
     def emit(self, event: ev.Event) -> None:
         self.bus.emit(event)
@@ -489,18 +493,46 @@ class FsrLoop:
             is_best = j.label == state.best.label
             compiled = state.best_compiled if is_best else self._compiled[j.label]
             assert compiled is not None
-            read = dataclasses.replace(j, counters=await self.judge.read_counters(compiled))
+            read = await self._counters_of(j, compiled, r, is_best)
             if is_best:
                 state.best = read
-            try:
-                origin = read.candidate.origin if read.candidate else "model"
-                self.store.record_judgement(self.sid, read, RequestKey(r, 0, 0), origin=origin)
-            except StoreError as exc:
-                raise SessionPausedError(str(exc)) from None
-            self.emit(ev.CountersRead(self.sid, r, read, is_best))
             if read.counters is not None and read.counters.unavailable is not None:
                 self._counters_unavailable = read.counters.unavailable
                 return
+
+    async def _counters_of(self, j: Judgement, compiled: Compiled, r: int, is_best: bool) -> Judgement:
+        """Read, record and announce one candidate's counters; the judgement with them."""
+        async with self._gpu_turn:
+            read = dataclasses.replace(j, counters=await self.judge.read_counters(compiled))
+        try:
+            origin = read.candidate.origin if read.candidate else "model"
+            self.store.record_judgement(self.sid, read, RequestKey(r, 0, 0), origin=origin)
+        except StoreError as exc:
+            raise SessionPausedError(str(exc)) from None
+        self.emit(ev.CountersRead(self.sid, r, read, is_best))
+        return read
+
+    async def read_counters_of(self, label: str) -> Judgement | None:
+        """A person's request (the TUI's key): this correct candidate's counters now, whatever the
+        setting, once any timing in progress has ended. None when it is not a correct candidate of
+        this session; a judgement whose counters say why when they cannot be read."""
+        from cuda_llm.engine.counters.model import unavailable
+
+        rec = next((c for c in self.store.candidates(self.sid) if c.label == label), None)
+        j = rec.judgement if rec is not None else None
+        if j is None or not j.is_correct or j.candidate is None:
+            return None
+        compiled = self._compiled.get(label)
+        if compiled is None and label == BASELINE_LABEL:
+            compiled = await self.judge.baseline()
+        if compiled is None:
+            built = await self.judge.compile(j.candidate)
+            if isinstance(built, Judgement):
+                why = unavailable(f"it no longer compiles here: {built.message}")
+                return dataclasses.replace(j, counters=why)
+            compiled = self._compiled[label] = built
+        best = self.store.session(self.sid).best_label
+        return await self._counters_of(j, compiled, rec.round if rec is not None else 0, label == best)
 
     async def _time_against_best(self, state: LoopState, entries: list[tuple[Compiled, Judgement]]):
         """Time programs with the baseline and the current best (on every GPU used); refresh the
@@ -508,7 +540,8 @@ class FsrLoop:
         anchor = None
         if state.best.label != BASELINE_LABEL and state.best_compiled is not None:
             anchor = (state.best_compiled, state.best)
-        timing = await self.judge.profile(entries, anchor)
+        async with self._gpu_turn:
+            timing = await self.judge.profile(entries, anchor)
         if anchor is None and timing.baseline is not None:
             fig = (
                 figures(

@@ -15,12 +15,14 @@ import pytest
 from fakes.fake_gpu import FakeGpu, fake_environment
 from recorded_outputs import RECORDED
 from scripted import GOOD_KERNEL, GOOD_PLAN, chunked, reply
-from session_driver import options, run_session
+from session_driver import Recorder, options, run_session
 
 from cuda_llm.app.cli.report import markdown, session_report
 from cuda_llm.engine.core.settings import CountersSettings, Settings
 from cuda_llm.engine.counters.runner import NcuCounters
 from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.fsr.control import Controller
+from cuda_llm.engine.fsr.session import open_session
 from cuda_llm.engine.store.sessions import SessionStore
 
 REPLAY = Path(__file__).parent / "replay_ncu.py"
@@ -112,3 +114,32 @@ async def test_the_run_option_sets_the_mode(tmp_path, llm_server, replayed_ncu):
     )
     _result, rec = await run_session(opts, host=llm_server.url, environment=env, settings=settings)
     assert rec.of(ev.CountersRead) == []
+
+
+async def test_on_demand_counters_of_a_candidate_whatever_the_setting(tmp_path, llm_server, replayed_ncu):
+    """The TUI's key: FsrLoop.read_counters_of reads one correct candidate's counters, records and
+    announces them; a label that is no correct candidate gets None."""
+    llm_server.default = chunked(FAST_REPLY)
+    settings = Settings(counters=CountersSettings(mode="off", ncu_path=str(replayed_ncu)))
+    env = dataclasses.replace(fake_environment(FakeGpu()), counters=NcuCounters(settings.counters, settings.validation))
+    opts = dataclasses.replace(options(tmp_path, "ollama:loop-model", candidates=1, rounds=1), compile_only=False)
+    rec = Recorder()
+    session = await open_session(
+        dataclasses.replace(opts, host=llm_server.url),
+        Controller(auto_accept=True, stop_when_paused=True),
+        settings=settings,
+        environment=env,
+    )
+    session.bus.subscribe(rec)
+    try:
+        await session.run()
+        assert rec.of(ev.CountersRead) == []  # mode off
+        read = await session.loop.read_counters_of("r1-1")
+        assert await session.loop.read_counters_of("no-such-label") is None
+        stored = {r.label: r.judgement for r in session.store.candidates(session.id)}
+    finally:
+        await session.close()
+    assert read is not None and read.counters is not None and read.counters.ok
+    (event,) = rec.of(ev.CountersRead)
+    assert event.judgement == read and event.is_best
+    assert stored["r1-1"].counters == read.counters
