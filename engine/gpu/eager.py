@@ -108,7 +108,12 @@ class EagerProgram:
         except Exception as exc:
             raise LibraryError(f"{EAGER_NAME} could not build the module: {type(exc).__name__}: {exc}") from None
         args = [tensors[n] for n in binding.inputs]
-        params = {path: tensors[n] for n, path in binding.parameters.items()}
+        # A module's buffers may change as it runs (BatchNorm's running statistics in training mode):
+        # it gets a copy of them, so the task's input buffers stay as the harness wrote them.
+        changing = {path for path, _ in model.named_buffers(remove_duplicate=False)}
+        params = {
+            path: tensors[n].clone() if path in changing else tensors[n] for n, path in binding.parameters.items()
+        }
         outputs = [tensors[n] for n in binding.outputs]
 
         def enqueue() -> None:
