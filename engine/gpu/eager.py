@@ -123,7 +123,23 @@ class EagerProgram:
                     dst.copy_(src.reshape(dst.shape))
             self._kept[:] = result
 
-        return BoundLibrary(EAGER_NAME, enqueue, _OnStream(torch, self.stream))
+        return BoundLibrary(EAGER_NAME, enqueue, _OnStream(torch, self.stream), scrub=self.scrub)
+
+    def scrub(self) -> None:
+        """Let go of the last result and wipe every block PyTorch's caching allocator keeps but no
+        tensor uses (an intermediate can be the answer or close to it), then give whole free segments
+        back: nothing of eager's work stays readable by the next candidate (stream-ordered after it)."""
+        self._kept.clear()
+        device = self.torch.cuda.current_device()
+        for segment in self.torch.cuda.memory_snapshot():
+            if segment.get("device", device) != device:
+                continue
+            address = int(segment["address"])
+            for block in segment["blocks"]:
+                if block["state"] == "inactive":
+                    self.ctx.zero(int(block.get("address", address)), int(block["size"]))
+                address += int(block["size"])
+        self.torch.cuda.empty_cache()
 
     def binder(self, task: Task):
         """For validation: bind(case, device buffers) with the result written to the outputs."""

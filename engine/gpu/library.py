@@ -21,6 +21,7 @@ task without library.py, there is simply no library figure, and the reason is gi
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import time
 from collections.abc import Callable
@@ -76,6 +77,9 @@ class BoundLibrary:
     resources: tuple = ()
     launches: tuple = ()
     scratch: list = field(default_factory=list)
+    # Called when the profiler or the validator is done with this binding: device memory the library
+    # (or PyTorch) still holds is wiped, so no later candidate finds its results (see release).
+    scrub: Callable[[], None] | None = None
 
     def run(self, ctx: Context) -> None:
         start = time.perf_counter()
@@ -94,7 +98,23 @@ class BoundLibrary:
         return float(sorted(later)[len(later) // 2]) if later else None
 
     def release(self, ctx: Context) -> None:
-        pass
+        """Its buffers are the caller's (wiped when given back); what the library allocated itself and
+        may still hold (PyTorch's cache, the last result it keeps) is wiped here."""
+        if self.scrub is not None:
+            self.scrub()
+
+
+class _Lease:
+    """Owns one buffer CuPy allocated: given back (and so wiped) when CuPy drops its memory."""
+
+    def __init__(self, ctx: Context, buf: DeviceBuffer) -> None:
+        self.ctx = ctx
+        self.buf = buf
+
+    def __del__(self) -> None:
+        # A context already lost (the worker is exiting) has nothing to give back to.
+        with contextlib.suppress(Exception):
+            self.ctx.free(self.buf)
 
 
 class Library:
@@ -115,6 +135,16 @@ class Library:
         cp._core.set_reduction_accelerators(["cub"])
         cp._core.set_routine_accelerators(["cub"])
         self.stream = cp.cuda.ExternalStream(int(ctx.stream), ctx.index)
+        # CuPy's temporaries come from this worker's buffers, so they are wiped when CuPy lets go of
+        # them, like every buffer of ours: a library's temporaries can hold the answer itself (a
+        # softmax's last division), and CuPy's own pool would keep them mapped, unwiped, while the
+        # next candidate runs (a process-wide setting of this worker process).
+        cp.cuda.set_allocator(self._allocate)
+
+    def _allocate(self, nbytes: int) -> Any:
+        buf = self.ctx.alloc(nbytes)
+        mem = self.cp.cuda.UnownedMemory(buf.ptr, max(nbytes, 1), _Lease(self.ctx, buf), device_id=self.ctx.index)
+        return self.cp.cuda.MemoryPointer(mem, 0)
 
     def array(self, buf: DeviceBuffer, shape: tuple[int, ...], dtype: Any) -> Any:
         cp = self.cp
