@@ -111,9 +111,10 @@ class EagerProgram:
         # A module's buffers may change as it runs (BatchNorm's running statistics in training mode):
         # it gets a copy of them, so the task's input buffers stay as the harness wrote them.
         changing = {path for path, _ in model.named_buffers(remove_duplicate=False)}
-        params = {
-            path: tensors[n].clone() if path in changing else tensors[n] for n, path in binding.parameters.items()
-        }
+        with torch.cuda.stream(self.stream):  # ordered before the runs that read the copies
+            params = {
+                path: tensors[n].clone() if path in changing else tensors[n] for n, path in binding.parameters.items()
+            }
         outputs = [tensors[n] for n in binding.outputs]
 
         def enqueue() -> None:
