@@ -146,3 +146,27 @@ def test_every_reply_compiles_and_binds(imported, capsys, reply):
     assert "verdict:  compiled" in out
     if ".fp16." in reply:
         assert "reduced precision" in out  # the compile warning; validation on a GPU refuses it
+
+
+def test_the_start_screen_lists_an_imported_task_like_the_others(tmp_path):
+    from cuda_llm.app.catalog import load_tasks
+    from cuda_llm.engine.task import TaskLibrary
+
+    root = tmp_path / "tasks"
+    write_task(facts_of(tmp_path), root)
+    rows = {r.name: r for r in load_tasks(TaskLibrary(search_path=(root,)))}
+    assert rows["two_outputs"].summary == "A module with a weight and two results."
+    assert rows["two_outputs"].category == "compute"
+
+
+def test_files_that_do_not_load_leave_nothing_behind(tmp_path):
+    import dataclasses
+
+    from cuda_llm.engine.core.errors import UserError
+
+    facts = facts_of(tmp_path)
+    broken = dataclasses.replace(facts, inputs=(TensorFacts("x", "float32", ("rows", "depth")),))
+    root = tmp_path / "tasks"
+    with pytest.raises(UserError, match=r"could not become a task: .*unknown name\(s\) \['depth'\]"):
+        write_task(broken, root)
+    assert list(root.iterdir()) == []  # neither the task nor its staging folder
