@@ -91,7 +91,14 @@ def key_conflicts(classes: Iterable[type[DOMNode]], keymap: Mapping[str, str]) -
                 if owner is None or owner == b.id or (key, b.id) in seen:
                     continue
                 seen.add((key, b.id))
-                left = [k for other in _bindings(cls) if other.id == b.id for k in _keys(other, keymap) if k != key]
+                # What the action keeps: its other keys (an F-key beside the letter), those not taken too.
+                left = [
+                    k
+                    for other in _bindings(cls)
+                    if other.action == b.action
+                    for k in _keys(other, keymap)
+                    if k != key and taken.get(k, other.id) == other.id
+                ]
                 rest = (
                     f"{b.description} is left on {', '.join(dict.fromkeys(left))}"
                     if left

@@ -133,6 +133,7 @@ class RunScreen(Screen[None]):
         Binding("t", "mark", "Mark for diff", show=False, id="run.mark"),
         Binding("d", "diff", "Diff vs marked", show=False, id="run.diff"),
         Binding("T", "table", "Table of candidates", show=False, id="run.table"),
+        Binding("c", "counters", "Hardware counters", show=False, id="run.counters"),
         Binding("w", "wrap", "Wrap on/off", show=False, id="run.wrap"),
         Binding("n", "search(1)", "Next match", show=False, id="run.search_next"),
         Binding("N", "search(-1)", "Previous match", show=False, id="run.search_previous"),
@@ -186,6 +187,7 @@ class RunScreen(Screen[None]):
         "mark": "mark the shown candidate; d then compares another with it",
         "diff": "compare the shown candidate with the marked one: verdicts, launch plans, source",
         "table": "every candidate in one table, sortable by latency, status, registers, occupancy",
+        "counters": "read the shown candidate's hardware counters (Nsight Compute) and say what limits it",
         "wrap": "wrap long lines in the focused pane on/off (prompt and log wrap by default)",
         "search": "the next (n) or previous (N) match of the search in the focused pane",
         "maximize_pane": "the focused pane fills the screen; again: back",
@@ -720,6 +722,25 @@ class RunScreen(Screen[None]):
 
         self.app.push_screen(RejectScreen(label), rejected)
 
+    # -- hardware counters ----------------------------------------------------------------------------
+    def action_counters(self) -> None:
+        """The shown candidate's counters, read by the engine (after any timing in progress); the
+        validation pane shows what limits it when they arrive (a CountersRead event)."""
+        c = self.view.focused()
+        j = c.judgement if c is not None else None
+        if c is None or j is None or not j.is_correct:
+            self.notify("counters are read for a correct candidate: show one first", timeout=4, markup=False)
+            return
+        if self.session is None or not self.session_running:
+            self.notify(
+                f"the session has ended: `cuda-llm eval` with --counters reads {c.label}'s (x saves it first)",
+                timeout=6,
+                markup=False,
+            )
+            return
+        self.notify(f"reading {c.label}'s hardware counters (a few seconds)", timeout=3, markup=False)
+        self.run_worker(self.session.loop.read_counters_of(c.label), group="counters", exit_on_error=False)
+
     # -- editing ------------------------------------------------------------------------------------
     def action_edit(self) -> None:
         if self.editing:
@@ -912,7 +933,7 @@ class RunScreen(Screen[None]):
         if self.maximized is not None:
             self.minimize()
             return
-        self.maximize(self.panes[self.active_pane], container=False)
+        self.maximized = self.panes[self.active_pane]  # any pane, whether Textual would offer it or not
         self._focus_pane(self.active_pane)
 
     # -- taking it out, comparing -----------------------------------------------------------------------
