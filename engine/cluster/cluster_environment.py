@@ -129,14 +129,16 @@ async def open_cluster_environment(
         compiler = ClusterCompiler(CompilerPool(settings.compile))
         compiler.start_remote(cluster.remote_compilers, settings, cluster.start_timeout_s)
         device = pool.device
+        # The cluster's compiler and pool have the methods the judge calls on the local ones, which
+        # are the classes JudgeEnvironment names.
         return ClusterEnvironment(
-            compiler,
-            pool,
+            compiler,  # type: ignore[arg-type]  # a ClusterCompiler in the CompilerPool's place
+            pool,  # type: ignore[arg-type]  # a ClusterGpuPool in the GpuPool's place
             device,
             peaks,
             device.arch,
             _notice(fleet, pool, others, arch),
-            connection=connection,  # type: ignore[arg-type]
+            connection=connection,
         )
     except BaseException:
         if fleet is not None:

@@ -133,11 +133,14 @@ class CompilerProcess:
     @property
     def sandbox(self) -> tuple[bool, str] | None:
         """(confined, what is allowed or why not), once the child is ready."""
-        return tuple(self.info["sandbox"]) if self.info and "sandbox" in self.info else None  # type: ignore[return-value]
+        if not self.info or "sandbox" not in self.info:
+            return None
+        confined, detail = self.info["sandbox"]
+        return bool(confined), str(detail)
 
     @property
     def version(self) -> tuple[int, int]:
-        return tuple(self.info["nvrtc_version"]) if self.info else (0, 0)  # type: ignore[return-value]
+        return (int(self.info["nvrtc_version"][0]), int(self.info["nvrtc_version"][1])) if self.info else (0, 0)
 
     def _death(self) -> str:
         self.process.join(1.0)

@@ -381,7 +381,14 @@ class _Expander:
                 if not right_toks:
                     right_toks = [None]
                 left = out.pop()
-                if d.variadic and left is not None and left.text == "," and right == d.params[-1] and not args[right]:
+                if (
+                    d.variadic
+                    and d.params  # a variadic macro has parameters: __VA_ARGS__ at least
+                    and left is not None
+                    and left.text == ","
+                    and right == d.params[-1]
+                    and not args[right]
+                ):
                     k += 2  # GNU: `, ## __VA_ARGS__` drops the comma when there are no variable arguments
                     continue
                 if left is None:

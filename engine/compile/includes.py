@@ -295,7 +295,9 @@ def _lex(text: str) -> _Lexed:
         """Blank a string or char literal; return the position after it. A literal ends at its
         closing quote or, unterminated, at the line end (where the compiler also stops it)."""
         quote = spliced[open_at]
-        k = _LITERAL_BODY[quote].match(spliced, open_at + 1).end()
+        body = _LITERAL_BODY[quote].match(spliced, open_at + 1)
+        assert body is not None  # the body pattern also matches an empty literal
+        k = body.end()
         literals[open_at] = spliced[open_at + 1 : k]
         blanks.append((open_at + 1, k))
         return k + 1 if k < n and spliced[k] == quote else k

@@ -161,7 +161,9 @@ def _functions(ptx: str) -> list[_Function]:
 
 def _operands(text: str) -> list[str]:
     """Split an instruction's operands at top-level commas ([addr] and {vec} stay whole)."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch in "[{(":
             depth += 1

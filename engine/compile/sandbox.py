@@ -263,7 +263,7 @@ def confine(
     Returns what was done, or why nothing could be (each mechanism's reason)."""
     folders = [str(f) for f in readable]
     paths = probe_paths()  # before any jail: the home folder's name comes from the passwd file
-    reasons = []
+    reasons: list[str] = []
     for mechanism in mechanisms:
         if mechanism == "landlock":
             status = _landlock(folders)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from cuda_llm.engine.contract.limits import INT_RANGES
 from cuda_llm.engine.contract.signature import KernelParam, KernelScan, KernelSignature
@@ -22,6 +22,7 @@ from cuda_llm.engine.core.errors import ExpressionError, FormatError
 from cuda_llm.engine.task import expr
 from cuda_llm.engine.task.dtypes import DTYPES, SCALAR_TYPES, ScalarType, scalar_type_of_c
 from cuda_llm.engine.task.plan import (
+    ArgKind,
     BoundArg,
     BoundLaunch,
     BoundPlan,
@@ -235,6 +236,7 @@ class _Binder:
             self.fail(f"{where}: {text} has type {_quote(param.c_type)}, which the harness cannot pass: {_TYPES_RULE}.")
 
     def bind_buffer(self, name: str, kind: str, param: KernelParam, where: str) -> bool:
+        role: str
         if kind == "buffer":
             dtype = self.buffers[name].dtype
             role = self.buffers[name].role
@@ -375,7 +377,7 @@ class _Binder:
     def bind_arg(self, arg: PlanArg, param: KernelParam, where: str) -> tuple[BoundArg, _Resolved] | None:
         name = arg.text.strip()
         if arg.int_type is None and (name in self.buffers or name in self.scratch):
-            kind = "buffer" if name in self.buffers else "scratch"
+            kind: ArgKind = "buffer" if name in self.buffers else "scratch"
             if not self.bind_buffer(name, kind, param, where):
                 return None
             role = self.buffers[name].role if kind == "buffer" else "scratch"
@@ -453,8 +455,8 @@ class _Binder:
 
     def bind_launch(self, i: int, launch: Launch, writable: set[str]) -> BoundLaunch | None:
         at = f"launches[{i}] (kernel {_quote(launch.kernel)})"
-        grid = (*launch.grid, "1", "1")[:3]
-        block = (*launch.block, "1", "1")[:3]
+        grid = cast(tuple[str, str, str], (*launch.grid, "1", "1")[:3])
+        block = cast(tuple[str, str, str], (*launch.block, "1", "1")[:3])
         for field, dims in (("grid", launch.grid), ("block", launch.block)):
             for k, d in enumerate(dims):
                 self.int_expr(d, f"launches[{i}].{field}[{k}]", minimum=1)

@@ -53,12 +53,19 @@ class LaunchLimits:
 
 
 class _DeviceLike(Protocol):
-    name: str
-    max_threads_per_block: int
-    max_block_dims: tuple[int, int, int]
-    max_grid_dims: tuple[int, int, int]
-    shared_per_block: int
-    shared_per_block_optin: int
+    # Read-only, as DeviceInfo (a frozen dataclass) has them.
+    @property
+    def name(self) -> str: ...
+    @property
+    def max_threads_per_block(self) -> int: ...
+    @property
+    def max_block_dims(self) -> tuple[int, int, int]: ...
+    @property
+    def max_grid_dims(self) -> tuple[int, int, int]: ...
+    @property
+    def shared_per_block(self) -> int: ...
+    @property
+    def shared_per_block_optin(self) -> int: ...
 
 
 def device_limits(device: _DeviceLike) -> LaunchLimits:

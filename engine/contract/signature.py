@@ -159,7 +159,9 @@ def _tokenize(source: str) -> tuple[list[_Token], tuple[str, ...]]:
                 continue
         m = _TOKEN_RE.match(text, pos)
         assert m is not None  # the last alternative matches any character
-        kind = m.lastgroup if m.lastgroup != "delim" else "raw"
+        kind = m.lastgroup or "raw"  # every alternative is named: never None
+        if kind == "delim":
+            kind = "raw"
         value = m.group()
         if kind == "nl":
             line += 1

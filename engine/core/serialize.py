@@ -51,7 +51,7 @@ def load(tp: Any, data: Any) -> Any:
         raise ValueError(f"{data!r} fits none of {options}")
     if origin is Literal:
         return data
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(data, dict):
             raise TypeError(f"{tp.__name__} needs an object, got {type(data).__name__}")
         hints = _hints(tp)

@@ -21,7 +21,7 @@ def _now() -> float:
 
 @dataclass(frozen=True)
 class Event:
-    session_id: str
+    session_id: int  # the session's row id in the store
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,12 @@ import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import cuda_llm
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.core.paths import user_cache_dir
+from cuda_llm.engine.core.secrets import without_secrets
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.protocol import (
     DeviceInfo,
@@ -29,9 +30,9 @@ from cuda_llm.engine.gpu.protocol import (
     ShutdownRequest,
     ValidateRequest,
     ValidationReport,
+    Verdict,
     WorkerHello,
 )
-from cuda_llm.engine.core.secrets import without_secrets
 from cuda_llm.engine.task.model import Task
 
 _HEADER = struct.Struct("<Q")
@@ -117,7 +118,7 @@ class GpuWorker:
         if not response.ok:
             await self._reap()
             raise GpuUnavailable(response.error or "the GPU worker could not start")
-        self.info = response.result
+        self.info = cast(DeviceInfo, response.result)
         return self.info
 
     async def _reap(self) -> None:
@@ -144,14 +145,15 @@ class GpuWorker:
         """Send one message and wait for the answer; a dead or silent worker becomes a fatal Response."""
         proc = self._proc
         assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        stdout = proc.stdout
         payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             proc.stdin.write(_HEADER.pack(len(payload)) + payload)
             await proc.stdin.drain()
 
             async def answer() -> Response:
-                (size,) = _HEADER.unpack(await proc.stdout.readexactly(_HEADER.size))
-                return pickle.loads(await proc.stdout.readexactly(size))
+                (size,) = _HEADER.unpack(await stdout.readexactly(_HEADER.size))
+                return pickle.loads(await stdout.readexactly(size))
 
             response = await asyncio.wait_for(answer(), timeout_s)
         except TimeoutError:
@@ -218,11 +220,11 @@ class GpuWorker:
     async def validate(self, task: Task, program: ProgramRef) -> ValidationReport:
         response = await self._request(ValidateRequest(str(task.folder), program), self.validation_budget_s(task))
         if response.ok:
-            return response.result
+            return cast(ValidationReport, response.result)
         fault = (
             response.result if isinstance(response.result, Fault) else Fault("crashed", "WORKER", response.error or "")
         )
-        verdict = "timed_out" if fault.kind == "timed_out" else "crashed"
+        verdict: Verdict = "timed_out" if fault.kind == "timed_out" else "crashed"
         return ValidationReport(verdict=verdict, summary=response.error or fault.message, fault=fault)
 
     async def profile(
@@ -233,7 +235,7 @@ class GpuWorker:
             self.profile_budget_s(len(programs) + int(library)),
         )
         if response.ok:
-            return response.result
+            return cast(ProfileReport, response.result)
         fault = (
             response.result if isinstance(response.result, Fault) else Fault("crashed", "WORKER", response.error or "")
         )
@@ -243,7 +245,7 @@ class GpuWorker:
         response = await self._request(PeaksRequest(force), 300.0)
         if not response.ok:
             raise RuntimeError(response.error or "peak measurement failed")
-        return response.result
+        return cast(Peaks, response.result)
 
     async def close(self) -> None:
         async with self._lock:

@@ -411,7 +411,8 @@ class Harness:
     def _probe(self, func: Any, buffers: tuple[DeviceBuffer, ...], threads: int, sink: bool = False) -> None:
         """One bandwidth probe pass: a float4 per thread over the shortest of `buffers`."""
         n4 = min(b.nbytes for b in buffers) // 16
-        values = [("ptr", b.ptr) for b in buffers] + [("uint64", n4)]
+        values: list[tuple[str, int | float]] = [("ptr", b.ptr) for b in buffers]
+        values.append(("uint64", n4))
         if sink:
             values.append(("ptr", self.sink.ptr))
         self.ctx.launch(func, (max(1, -(-n4 // threads)), 1, 1), (threads, 1, 1), 0, pack_params(values))

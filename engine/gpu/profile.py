@@ -24,7 +24,7 @@ from cuda_llm.engine.gpu.eager import EAGER_LABEL
 from cuda_llm.engine.gpu.harness import Harness
 from cuda_llm.engine.gpu.input_masters import InputMasters
 from cuda_llm.engine.gpu.levels import split_levels
-from cuda_llm.engine.gpu.library import LIBRARY_LABEL, Library, LibraryError
+from cuda_llm.engine.gpu.library import LIBRARY_LABEL, BoundLibrary, Library, LibraryError
 from cuda_llm.engine.gpu.phases import PhaseClock
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Fault, ProfileReport, Timing
 from cuda_llm.engine.gpu.reference_cache import ReferenceCache
@@ -53,7 +53,7 @@ class _Placement:
     """One copy of a program's buffers, with the plan bound to it (and its graph, when replayed)."""
 
     bufs: BufferSet
-    prepared: PreparedPlan | None = None
+    prepared: PreparedPlan | BoundLibrary | None = None  # the library's program duck-types the plan
     graph: Any = None
 
 
@@ -104,7 +104,11 @@ class _Entry:
     def enqueue_us(self) -> float:
         """How long the host takes to queue one run; the delay kernel in front must outlast it."""
         if self.library is not None:
-            known = [us for p in self.placements if p.prepared and (us := p.prepared.enqueue_us) is not None]
+            known = [
+                us
+                for p in self.placements
+                if isinstance(p.prepared, BoundLibrary) and (us := p.prepared.enqueue_us) is not None
+            ]
             usual = max(known) if known else _LIBRARY_ENQUEUE_GUESS_US
             return _ENQUEUE_MARGIN_US + min(2 * usual, _LIBRARY_ENQUEUE_CAP_US)
         return _ENQUEUE_MARGIN_US + _ENQUEUE_US_PER_LAUNCH * self.launches
@@ -214,7 +218,7 @@ class Profiler:
             prepared = p.prepared
             assert prepared is not None
 
-            def body(prepared: PreparedPlan = prepared) -> None:
+            def body(prepared: PreparedPlan | BoundLibrary = prepared) -> None:
                 for _ in range(k):
                     prepared.run(self.ctx)
 
@@ -355,6 +359,7 @@ class Profiler:
                     for b in task.outputs:
                         poison(self.ctx, p.bufs.device[b.name], b.dtype)
                     continue
+                assert e.funcs is not None  # only the library's program has none
                 p.prepared = prepare(
                     self.ctx,
                     self.info,

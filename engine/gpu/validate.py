@@ -102,7 +102,7 @@ def run_case(
     ctx: Context,
     info: DeviceInfo,
     harness,
-    funcs: ModuleFunctions,
+    funcs: ModuleFunctions | None,  # None for a program a binder runs (no module of its own)
     task: Task,
     plan,
     case: SizeCase,
@@ -137,6 +137,7 @@ def run_case(
             if binder is not None:
                 prepared = binder(case, bufs.device)
             else:
+                assert funcs is not None  # a program without a binder has its module
                 prepared = prepare(
                     ctx, info, funcs, plan, task.env(case), task.params(case), bufs.device, task_bytes(task, case)
                 )
@@ -229,10 +230,11 @@ def judge_runs_on_host(
     """Compare both runs of one output with the reference on the host: the comparison to report
     (the second run's when only it is wrong) and a problem line when the runs disagree."""
     assert ref.expected is not None
+    expected = ref.expected
     scale = ref.scale[name] if ref.scale else None
 
     def compare(got: np.ndarray) -> OutputComparison:
-        return compare_output(name, ref.expected[name], got, task.tolerance, scale, settings.mismatches_reported)
+        return compare_output(name, expected[name], got, task.tolerance, scale, settings.mismatches_reported)
 
     result = compare(first)
     if second is first:

@@ -122,7 +122,7 @@ class WorkerState:
         self._tasks: dict[str, Any] = {}
         self._libraries: dict[str, Any] = {}
         self._eager: dict[str, Any] = {}
-        self._profiler = None
+        self._profiler: Any = None  # the Profiler, made on first use (it imports more)
 
     def task(self, folder: str) -> Any:
         from cuda_llm.engine.task.loader import load_task
@@ -246,7 +246,7 @@ def handle_validate(state: WorkerState, req: Any):
     from cuda_llm.engine.gpu.driver import CudaError, KernelTimeout
     from cuda_llm.engine.gpu.eager import is_eager_baseline
     from cuda_llm.engine.gpu.library import LibraryError
-    from cuda_llm.engine.gpu.protocol import Response, ValidationReport
+    from cuda_llm.engine.gpu.protocol import Response, ValidationReport, Verdict
     from cuda_llm.engine.gpu.runner import PlanError
     from cuda_llm.engine.gpu.validate import validate
 
@@ -279,7 +279,7 @@ def handle_validate(state: WorkerState, req: Any):
         fault, fatal = _fault_response(exc, getattr(exc, "case", None))
         if not fatal and not _context_healthy(state):
             fatal = True
-        verdict = {"crashed": "crashed", "timed_out": "timed_out"}.get(fault.kind, "launch_error")
+        verdict: Verdict = fault.kind if fault.kind in ("crashed", "timed_out") else "launch_error"
         report = ValidationReport(verdict=verdict, summary=fault.message, fault=fault)
     finally:
         if module is not None and not fatal:

@@ -181,7 +181,7 @@ def capped_transport(lib: ModuleType = httpx) -> Any:
     `response_cap`. `lib` is the library the client uses: httpx (ollama) or httpx2 (openai 3),
     which share this interface but not their classes."""
 
-    class CappedStream(lib.AsyncByteStream):  # type: ignore[name-defined, misc]
+    class CappedStream(lib.AsyncByteStream):  # type: ignore[name-defined]  # `lib` is a module given at run time
         """The body as received, inflated if it came compressed; the bytes received and the bytes
         handed on are each counted against the cap, every piece before the next is made."""
 
@@ -212,7 +212,7 @@ def capped_transport(lib: ModuleType = httpx) -> Any:
         async def aclose(self) -> None:
             await self._inner.aclose()
 
-    class CappedTransport(lib.AsyncBaseTransport):  # type: ignore[name-defined, misc]
+    class CappedTransport(lib.AsyncBaseTransport):  # type: ignore[name-defined]  # `lib` is a module given at run time
         def __init__(self) -> None:
             self._direct = lib.AsyncHTTPTransport()
             self._proxied: dict[str, Any] = {}  # a transport for each proxy the environment names
@@ -264,7 +264,8 @@ def proxy_for(url: str) -> str | None:
     if not proxy:
         return None
     host = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
-    if urllib.request.proxy_bypass_environment(host, proxies):
+    # Undocumented, so typeshed lacks it, but it is NO_PROXY's matching as urllib itself applies it.
+    if urllib.request.proxy_bypass_environment(host, proxies):  # type: ignore[attr-defined]  # see above
         return None
     return proxy if "://" in proxy else f"http://{proxy}"
 

@@ -4,7 +4,7 @@ consumer, time the first token, cut a reply that runs past max_tokens, and keep 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -19,7 +19,9 @@ class MalformedStream(Exception):
     """The client library could not make sense of a line or event the server sent."""
 
 
-async def library_parts(stream: AsyncIterator[T], malformed: tuple[type[Exception], ...]) -> AsyncIterator[T]:
+async def library_parts(
+    stream: AsyncIterator[T], malformed: tuple[type[Exception], ...]
+) -> AsyncGenerator[T, None]:
     """Iterate a client library's stream, turning the exceptions its parser raises on a bad line
     into MalformedStream. Only the library's own step is guarded, so an exception in the
     consumer's code (on_token) is never mistaken for a bad server. Closing this closes `stream`,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 from functools import lru_cache
+from typing import cast
 
 from cuda_llm.engine.core.errors import ExpressionError
 
@@ -81,7 +82,7 @@ def names(text: str) -> set[str]:
 
 def _eval(node: ast.AST, env: Mapping[str, int], text: str) -> int:
     if isinstance(node, ast.Constant):
-        value = node.value
+        value = cast(int, node.value)  # parse() admits int constants only
     elif isinstance(node, ast.Name):
         if node.id not in env:
             known = ", ".join(sorted(env)) or "none"

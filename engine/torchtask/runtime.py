@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import tomllib
+from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,7 +67,7 @@ class ImportedModule:
         self.module: ModuleType = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(self.module)
 
-    def set_sizes(self, sizes: dict[str, int]) -> None:
+    def set_sizes(self, sizes: Mapping[str, int | float]) -> None:
         for k, v in {**self.binding.fixed, **sizes}.items():
             if hasattr(self.module, k):
                 setattr(self.module, k, v)
@@ -75,7 +76,7 @@ class ImportedModule:
         fn = getattr(self.module, "get_init_inputs", None)
         return list(fn()) if callable(fn) else []
 
-    def build(self, sizes: dict[str, int], device: str = "cpu") -> Any:
+    def build(self, sizes: Mapping[str, int | float], device: str = "cpu") -> Any:
         import torch
 
         self.set_sizes(sizes)
@@ -100,7 +101,9 @@ class ImportedModule:
     def state_of(model: Any) -> dict[str, Any]:
         return dict(model.named_parameters(remove_duplicate=False)) | dict(model.named_buffers(remove_duplicate=False))
 
-    def forward(self, model: Any, sizes: dict[str, int], args: list[Any], params: dict[str, Any]) -> list[Any]:
+    def forward(
+        self, model: Any, sizes: Mapping[str, int | float], args: list[Any], params: dict[str, Any]
+    ) -> list[Any]:
         """forward with the task's buffers as arguments and as the module's parameters and buffers."""
         import torch
 

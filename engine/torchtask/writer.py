@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from cuda_llm.engine.core.errors import TaskFileError, UserError
@@ -66,7 +67,7 @@ def _toml_list(values: list[str]) -> str:
     return "[" + ", ".join(_q(v) for v in values) + "]"
 
 
-def _toml_table(values: dict[str, int | str]) -> str:
+def _toml_table(values: Mapping[str, int | str]) -> str:
     return "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in values.items()) + " }"
 
 
