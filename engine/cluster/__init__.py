@@ -20,6 +20,14 @@ package imports it, and this package is imported only when a cluster is asked fo
 from __future__ import annotations
 
 import importlib.util
+import os
+
+# Ray starts a local instance by itself when a call finds no connection (ray.put, ray.kill, an actor
+# method's .remote()). After a cluster went away, that would quietly start Ray on this machine, and
+# the next session of this process would judge on it instead of refusing. Ray reads this variable
+# once, when it is imported; nothing of cuda-llm imports Ray before this package. The GPU worker
+# processes inherit it too (they never use Ray).
+os.environ["RAY_ENABLE_AUTO_CONNECT"] = "0"
 
 
 def ray_missing() -> str | None:

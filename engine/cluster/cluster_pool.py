@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from cuda_llm.engine.cluster.bundle import ShippedTask, pack_task
@@ -101,7 +101,8 @@ class ClusterGpuPool:
         self.requeued = 0  # jobs run again on another GPU after theirs was lost
         self.revived = 0  # lost GPUs that came back
         self.events: list[str] = []  # one line per GPU lost, refused or back
-        self._reported = 0  # how many of them take_events() has handed out
+        self._reported = 0  # how many of them take_events() has handed out (or the listener heard)
+        self._listener: Callable[[str, bool], None] | None = None
         self._budgets = GpuWorker(0, settings)  # the worker's own time limits (it spawns nothing)
         # A member is in this queue once for each job it may take now (ClusterSettings.jobs_per_gpu).
         self._idle: asyncio.Queue[Member] = asyncio.Queue()
@@ -200,10 +201,24 @@ class ClusterGpuPool:
         return sum(counts)
 
     def take_events(self) -> tuple[str, ...]:
-        """The GPUs lost, gone or back since the last call: the Judge passes them on as notes."""
+        """The GPUs lost, gone or back since the last call that no listener heard: the Judge passes
+        them on as notes."""
         new = tuple(self.events[self._reported :])
         self._reported = len(self.events)
         return new
+
+    def listen(self, listener: Callable[[str, bool], None]) -> None:
+        """Have `listener(line, warning)` told of each GPU lost, gone or back as it happens (a session
+        says it then, not at the round's timing); lines from before are told at once."""
+        self._listener = listener
+        for line in self.take_events():
+            listener(line, not line.endswith(" is back"))
+
+    def _event(self, line: str, warning: bool = True) -> None:
+        self.events.append(line)
+        if self._listener is not None:
+            self._reported = len(self.events)
+            self._listener(line, warning)
 
     async def close(self) -> None:
         if self._closed:
@@ -229,7 +244,7 @@ class ClusterGpuPool:
         if self._gone is not None:
             raise GpusLost(self._gone)
         if all(m.state == "dead" for m in self.members):
-            raise GpusLost(self._lost_line("every GPU of the session is gone"))
+            raise GpusLost(self._nodes_lost_line("every GPU of the session is gone"))
         if any(m.state == "ready" for m in self.members):
             self._all_lost_since = None
             return
@@ -237,11 +252,20 @@ class ClusterGpuPool:
         if self._all_lost_since is None:
             self._all_lost_since = now
         elif now - self._all_lost_since > self.cluster.lost_grace_s:
-            raise GpusLost(self._lost_line(f"no GPU of the session answered for {self.cluster.lost_grace_s:.0f} s"))
+            grace = self.cluster.lost_grace_s
+            raise GpusLost(self._nodes_lost_line(f"no GPU of the session answered for {grace:.0f} s"))
 
     def _lost_line(self, what: str) -> str:
+        """The cluster itself out of reach (its head, or the connection to it)."""
         last = f" (last: {self.events[-1]})" if self.events else ""
         return f"lost the Ray cluster at {self.address}: {what}{last}; the session is paused, resumable"
+
+    def _nodes_lost_line(self, what: str) -> str:
+        """The cluster answers, but none of the session's GPUs does (their nodes are gone)."""
+        return (
+            f"the GPU nodes of the Ray cluster at {self.address} are out of reach: {what} (its head still "
+            "answers); the session is paused, resumable once they are back"
+        )
 
     async def _acquire(self) -> Member:
         """A ready GPU that can take a job now, waiting for one (or for a lost one to come back)."""
@@ -308,9 +332,22 @@ class ClusterGpuPool:
             self._lose_for_good(member, reason)
             return
         member.state = "lost"
-        self.events.append(f"{member.ran_on.describe()} lost: {reason}")
+        self._event(
+            f"{member.ran_on.describe()} lost: {reason}; its job runs again on another GPU, and it is "
+            f"asked again every {self.cluster.revive_poll_s:g} s"
+        )
         self._drop_slots(member)
         self._watch(member)
+        self._say_if_none_left()
+
+    def _say_if_none_left(self) -> None:
+        """Said once when the session's last GPU goes out of reach: what happens next, and when."""
+        if any(m.state == "ready" for m in self.members) or all(m.state == "dead" for m in self.members):
+            return
+        self._event(
+            f"every GPU of the session is out of reach (the Ray cluster at {self.address} still answers): "
+            f"waiting up to {self.cluster.lost_grace_s:.0f} s for one to come back before the session pauses"
+        )
 
     def _drop_slots(self, member: Member) -> None:
         """Take a lost GPU's places out of the queue; it gets them back when it is back."""
@@ -364,7 +401,7 @@ class ClusterGpuPool:
             member.info, member.ran_on = answer
             member.state = "ready"
             self.revived += 1
-            self.events.append(f"{member.ran_on.describe()} is back")
+            self._event(f"{member.ran_on.describe()} is back", warning=False)
             for _ in range(self.cluster.jobs_per_gpu):
                 self._idle.put_nowait(member)
             return
@@ -374,12 +411,36 @@ class ClusterGpuPool:
         from ray.exceptions import RayError
 
         member.state = "dead"
-        self.events.append(f"{member.ran_on.describe()} gone: {reason}")
+        self._event(f"{member.ran_on.describe()} gone: {reason}; its jobs go to the other GPUs")
         self._drop_slots(member)
+        self._say_if_none_left()
         if connected():
             with contextlib.suppress(RayError, ValueError, ConnectionError):
                 ray.kill(member.handle, no_restart=True)
 
 
+# The longest reason quoted from an error of our own (a GPU worker that no longer starts), cut at a
+# word: a line the user reads, not a log.
+REASON_CHARS = 160
+
+
 def _reason(exc: BaseException) -> str:
-    return ray_error_line(exc)[:200]
+    """Why a GPU's job did not come back, in our words: Ray's own errors are pages of internals."""
+    from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
+
+    if isinstance(exc, ActorDiedError):
+        text = str(exc).lower()
+        return "its node died" if "node" in text and ("died" in text or "dead" in text) else "its actor died"
+    if isinstance(exc, ActorUnavailableError):
+        return "its node or its actor stopped answering"
+    if isinstance(exc, RayActorError):
+        return "its actor stopped answering"
+    return shorten(ray_error_line(exc), REASON_CHARS)
+
+
+def shorten(line: str, limit: int) -> str:
+    """`line` within `limit` characters, cut at a word boundary with an ellipsis."""
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 1].rsplit(" ", 1)[0].rstrip(" ,;:")
+    return cut + "…"

@@ -76,19 +76,6 @@ def connected() -> bool:
     return ray.is_initialized()
 
 
-def _forbid_auto_init() -> None:
-    """Ray starts a local instance by itself when a call finds no connection (ray.put, ray.kill, an
-    actor method's .remote()). After a cluster went away, that would quietly start Ray on this
-    machine, and the next session of this process would judge on it instead of refusing. Ray reads
-    RAY_ENABLE_AUTO_CONNECT once, at its import, into this flag: it is turned off here, for a Ray
-    imported before (by a test harness, say) as well; such calls then raise, and the pool pauses."""
-    try:
-        from ray._private import auto_init_hook
-    except ImportError:  # a Ray without the hook does not start itself either
-        return
-    auto_init_hook.enable_auto_connect = False
-
-
 def _host_port(address: str) -> tuple[str, int] | None:
     """The TCP endpoint an address names, or None for `auto` (Ray finds the local cluster itself)."""
     if address == "auto":
@@ -136,7 +123,6 @@ async def connect(address: str) -> ClusterConnection:
     # The actors' code travels to the nodes by value, so that a node without cuda-llm can still run
     # it far enough to say so (engine/cluster/actors.py).
     cloudpickle.register_pickle_by_value(actors)
-    _forbid_auto_init()
     if ray.is_initialized():
         return ClusterConnection(address, owned=False)
     endpoint = _host_port(address)

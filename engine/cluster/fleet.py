@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import cuda_llm
-from cuda_llm.engine.cluster.connection import ClusterConnection, ClusterError, connected, free_gpus
+from cuda_llm.engine.cluster.connection import GCS_PORT, ClusterConnection, ClusterError, connected, free_gpus
 from cuda_llm.engine.cluster.settings import ClusterSettings
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.protocol import DeviceInfo, RanOn
@@ -80,6 +80,21 @@ async def _start_one(handle: Any, timeout_s: float) -> tuple[DeviceInfo, RanOn] 
         return f"a GPU actor failed to start: {ray_error_line(exc)}"
 
 
+def head_gcs_address(address: str) -> str:
+    """The address GPU machines join the cluster at (`ray start --address ...`): the head's GCS as
+    Ray reports it, else the host of `address` with the GCS's default port."""
+    import ray
+
+    try:
+        reported = ray.get_runtime_context().gcs_address
+    except Exception:  # a Ray client may not be told it
+        reported = None
+    if reported:
+        return str(reported)
+    host = address.removeprefix("ray://").rpartition(":")[0] or "HEAD"
+    return f"{host}:{GCS_PORT}"
+
+
 def ray_error_line(exc: BaseException) -> str:
     """One line for an error that came through Ray: the cause an actor raised, not Ray's header."""
     cause = getattr(exc, "cause", None)
@@ -124,9 +139,10 @@ async def start_fleet(
 
     free, total = await free_gpus()
     if total == 0:
+        head = await asyncio.to_thread(head_gcs_address, connection.address)
         raise ClusterError(
             f"the Ray cluster at {connection.address} has no GPUs: start Ray on the GPU machines with "
-            "`ray start --address HEAD:6379` (it finds their GPUs itself)"
+            f"`ray start --address {head}` (it finds their GPUs itself)"
         )
     # The actor restarts when its process dies (max_restarts=-1), on its node or wherever a GPU
     # frees up; requests are not retried by Ray (max_task_retries=0): the pool re-queues them itself,

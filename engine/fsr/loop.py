@@ -114,6 +114,10 @@ class FsrLoop:
             else f"compile-only ({self.judge.arch})"
         )
         self.emit(ev.SessionStarted(self.sid, task.name, self.provider.spec, device, self.settings, resumed))
+        # A cluster's GPUs lost, gone or back are said as it happens (engine/cluster/cluster_pool.py).
+        listen = getattr(self.judge.gpu, "listen", None)
+        if listen is not None:
+            listen(lambda line, warning: self.emit(ev.Notice(self.sid, line, "warning" if warning else "info")))
         try:
             state = await self._initial_state()
             reason = await self._rounds(state)

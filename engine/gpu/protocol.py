@@ -49,6 +49,11 @@ class DeviceInfo:
         return self.memory_clock_mhz * 1e6 * 2 * self.memory_bus_bits / 8
 
 
+# Characters of a Ray node id shown to tell nodes apart (`ray list nodes` shows the whole id; 8 hex
+# digits make a clash between the nodes of one cluster unlikely).
+NODE_ID_CHARS = 8
+
+
 @dataclass(frozen=True)
 class RanOn:
     """Where a job ran: the machine and the GPU on it. Recorded with every judgement, so figures from
@@ -61,9 +66,10 @@ class RanOn:
     node_id: str | None = None  # Ray's id of the node, on a cluster (host names may repeat there)
 
     def describe(self) -> str:
-        """'NVIDIA H200 #1', and on a cluster 'NVIDIA H200 #1 on node-a'."""
+        """'NVIDIA H200 #1', and on a cluster 'NVIDIA H200 #1 on node-a (node 5f3a2b1c)': two nodes
+        may have the same host name (containers, copies of one VM), never the same Ray node id."""
         where = f"{self.gpu_name} #{self.gpu_index}"
-        return f"{where} on {self.node}" if self.node_id else where
+        return f"{where} on {self.node} (node {self.node_id[:NODE_ID_CHARS]})" if self.node_id else where
 
 
 @dataclass(frozen=True)

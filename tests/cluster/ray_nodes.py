@@ -19,6 +19,8 @@ FAST_HEALTH_CHECKS = {
 
 
 def require_ray() -> Any:
+    import cuda_llm.engine.cluster  # noqa: F401  (before Ray: it turns Ray's auto-start off, as in use)
+
     ray = pytest.importorskip("ray", reason='Ray is not installed (pip install ".[cluster]")')
     import fakes.fake_gpu
     from ray import cloudpickle

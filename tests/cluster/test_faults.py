@@ -107,6 +107,23 @@ async def test_a_node_lost_mid_round_loses_and_duplicates_nothing(tmp_path, llm_
     assert victim.node_id not in {j.ran_on.node_id for j in profiled}, "nothing timed on the lost node"
     notices = [e.message for e in recorder.of(ev.Notice)]
     assert any(" lost: " in n or " gone: " in n for n in notices), f"the loss was said: {notices}"
+    said = [
+        i
+        for i, e in enumerate(recorder.events)
+        if isinstance(e, ev.Notice) and (" lost: " in e.message or " gone: " in e.message)
+    ]
+    checked = [
+        i
+        for i, e in enumerate(recorder.events)
+        if isinstance(e, ev.CandidateJudged) and e.stage == "validated" and e.judgement.label in LABELS
+    ]
+    # The lost validation runs again elsewhere, so the round's last validation comes after the loss.
+    assert said[0] < checked[-1], "the loss is said when it happens, not at the round's timing"
+    loss = recorder.events[said[0]].message
+    assert victim.node_id[:8] in loss, f"the node is named by its id: {loss}"
+    assert "another GPU" in loss or "the other GPUs" in loss, f"what cuda-llm did about it: {loss}"
+    assert "Error" not in loss and "\n" not in loss, f"in our words, not Ray's: {loss}"
+    print(f"\nthe loss as said: {loss}")
     rows = judged_rows(tmp_path / "sessions.db")
     assert [r[0] for r in rows] == LABELS and all(r[1] == "correct" and r[2] for r in rows)
 
@@ -121,11 +138,16 @@ async def test_with_every_gpu_out_of_reach_the_session_pauses_after_the_grace(tm
             cluster.remove_node(gpu_node, allow_graceful=False)
 
         settings = dataclasses.replace(QUIET, lost_grace_s=3.0)
-        result, _, _ = await run_and_strike(tmp_path, llm_server, cluster.address, strike, 2, settings)
+        result, recorder, _ = await run_and_strike(tmp_path, llm_server, cluster.address, strike, 2, settings)
     finally:
         cluster.shutdown()
     assert result.status == "paused"
     assert "no GPU of the session answered for 3 s" in result.reason and "\n" not in result.reason
+    assert result.reason.startswith("the GPU nodes of the Ray cluster at"), (
+        "not 'lost the Ray cluster': the head is fine"
+    )
+    notices = [e.message for e in recorder.of(ev.Notice)]
+    assert any("every GPU of the session is out of reach" in n for n in notices), f"said at once: {notices}"
     rows = judged_rows(tmp_path / "sessions.db")
     assert [r[1] for r in rows] == [None, None], "the candidates in flight wait, unjudged, for the resume"
 

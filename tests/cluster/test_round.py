@@ -58,7 +58,9 @@ async def test_a_round_of_8_is_judged_across_the_nodes(tmp_path, llm_server, ray
     for label in labels:
         j = profiled[label]
         assert j.figures.speedup == pytest.approx(100.0 / 50.0), "compared with the baseline timed on its own GPU"
-        assert j.device.endswith(f"on {j.ran_on.node}")
+        assert j.device.endswith(f"on {j.ran_on.node} (node {j.ran_on.node_id[:8]})")
+    # The three local nodes share one host name: their GPUs are still told apart, by node id.
+    assert len({profiled[label].device for label in labels}) == 3, {profiled[label].device for label in labels}
     db = sqlite3.connect(tmp_path / "sessions.db")
     rows = db.execute("SELECT label, node, gpu FROM candidates WHERE label LIKE 'r1-%'").fetchall()
     db.close()
