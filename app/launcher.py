@@ -31,7 +31,9 @@ def main(argv: list[str] | None = None) -> int:
         from cuda_llm.app.main import run_tui
 
         return run_tui(args)
-    if args.command == "run" and (args.model or "").strip().lower().startswith("manual"):
+    from cuda_llm.engine.llm.spec import person_writes
+
+    if args.command == "run" and person_writes(args.model):
         from cuda_llm.app.cli.output import error
 
         error("--model manual needs the terminal UI (drop --headless): a person writes each kernel there")

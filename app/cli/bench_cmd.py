@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from cuda_llm.app.cli.output import print_json
 from cuda_llm.engine.core.errors import UserError
+from cuda_llm.engine.llm.spec import parse_spec
 
 REPLAY_LATEST = "replay:latest"
 # What `bench --compare A B --out DIR` writes.
@@ -127,7 +128,7 @@ def _replayed_session(task: str, db: str | None) -> int | None:
     store = SessionStore(db, read_only=True)
     try:
         for s in store.sessions(REPLAY_SEARCH_SESSIONS):
-            if s.task == task and not s.model.startswith("replay:"):
+            if s.task == task and not parse_spec(s.model).backend.replays:
                 return s.id
     finally:
         store.close()
@@ -138,7 +139,8 @@ def _options(request: BenchRequest, task: str, model: str):
     from cuda_llm.engine.fsr.session import SessionOptions
 
     loop = request.loop_settings()
-    if model.startswith("replay:"):
+    spec = parse_spec(model)
+    if spec.backend.replays:
         # The replayed session's own N, D and rules (unless given), so the same requests are made.
         from cuda_llm.engine.store.sessions import SessionStore
 

@@ -189,9 +189,12 @@ def continue_line(session_id: int, db: str | None, provider, cluster: str | None
     Either way on the Ray cluster it judged on, if it judged on one."""
     import shlex
 
-    if not provider.spec.startswith("replay:"):
+    from cuda_llm.engine.llm.spec import spec_of
+
+    spec = spec_of(provider)
+    if not spec.backend.replays:
         return "continue with: " + resume_command(session_id, db, provider, cluster)
-    model = _replayed_model(provider.spec.split(":", 1)[1], db)
+    model = _replayed_model(spec.name, db)
     words = ["cuda-llm", "run", "--resume", str(session_id), "--headless", "--model", model or "ollama:MODEL"]
     if db:
         words += ["--db", db]
@@ -216,7 +219,9 @@ def _replayed_model(source: str, db: str | None) -> str | None:
             store.close()
     except (UserError, ValueError):
         return None
-    return None if model.startswith("replay:") else model
+    from cuda_llm.engine.llm.spec import parse_spec
+
+    return None if parse_spec(model).backend.replays else model
 
 
 def resume_command(session_id: int, db: str | None, provider, cluster: str | None = None) -> str:
@@ -224,7 +229,7 @@ def resume_command(session_id: int, db: str | None, provider, cluster: str | Non
     Ray cluster it judged on."""
     import shlex
 
-    from cuda_llm.engine.llm.spec import server_of
+    from cuda_llm.engine.llm.spec import server_of, spec_of
 
     words = ["cuda-llm", "run", "--resume", str(session_id), "--headless"]
     if db:
@@ -233,7 +238,7 @@ def resume_command(session_id: int, db: str | None, provider, cluster: str | Non
         words += ["--cluster", cluster]
     server = server_of(provider)
     if server:
-        words += ["--host" if provider.spec.startswith("ollama:") else "--base-url", server]
+        words += [spec_of(provider).backend.server_flag() or "--host", server]
     return shlex.join(words)
 
 

@@ -30,7 +30,7 @@ from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Candidate, Compiled,
 from cuda_llm.engine.judge.metrics import ROOFLINE_NAME, figures
 from cuda_llm.engine.llm.base import Message, ModelError, ModelProvider, RequestKey
 from cuda_llm.engine.llm.retry import complete_with_retries
-from cuda_llm.engine.llm.spec import server_of
+from cuda_llm.engine.llm.spec import server_of, spec_of
 from cuda_llm.engine.store.sessions import CandidateRecord, SessionStore, StoreError
 from cuda_llm.engine.task.plan import parse_plan
 
@@ -354,7 +354,7 @@ class FsrLoop:
         return judgement
 
     def _origin(self) -> str:
-        return "replay" if self.provider.spec.startswith("replay:") else "model"
+        return spec_of(self.provider).backend.origin()
 
     async def _judge_reply(self, label: str, reply: str, key: RequestKey, cut: bool = False) -> Judgement:
         # Off the event loop, as the compile's checks are: a hostile reply of many small blocks takes

@@ -21,9 +21,8 @@ from cuda_llm.engine.fsr.loop import FsrLoop, SessionResult
 from cuda_llm.engine.fsr.prompt import PromptBuilder
 from cuda_llm.engine.judge.judge_environment import JudgeEnvironment
 from cuda_llm.engine.llm.base import ModelProvider
-from cuda_llm.engine.llm.http_errors import display_url
 from cuda_llm.engine.llm.preflight import check_model
-from cuda_llm.engine.llm.spec import parse_model_spec, server_of
+from cuda_llm.engine.llm.spec import parse_spec, provider_for, server_of
 from cuda_llm.engine.store.sessions import SessionRecord, SessionStore
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.model import Task
@@ -74,67 +73,58 @@ class Session:
             self.store.close()
 
 
-def _normalised(kind: str, address: str) -> str:
-    """A --host or --base-url as server_of would record it."""
-    from cuda_llm.engine.llm.ollama_provider import ollama_url
-
-    return display_url(ollama_url(address) if kind == "ollama" else address)
-
-
-def _server_kind(model: str) -> str:
-    return model.strip().split(":", 1)[0].lower()
-
-
 def resume_server(record: SessionRecord, model: str, options: SessionOptions) -> tuple[str | None, str | None]:
     """(host, base_url) for resuming `record` with `model`: the server it was recorded with, so a
     resume never falls back to a default (or an environment variable) that points elsewhere; a
     different one only when asked for with switch_server."""
-    kind = _server_kind(model)
-    same_kind = kind == _server_kind(record.model)
+    spec = parse_spec(model)
+    backend = spec.backend
+    same_kind = spec.kind == parse_spec(record.model).kind
     recorded = record.server if same_kind else None
-    asked = options.host if kind == "ollama" else options.base_url if kind == "openai" else None
-    flag = "--host" if kind == "ollama" else "--base-url"
-    if recorded is None and same_kind and kind in ("ollama", "openai") and asked is None and not options.switch_server:
+    served = backend.server_option is not None
+    given = {"host": options.host, "base_url": options.base_url}
+    asked = given.get(backend.server_option or "")
+    flag = backend.server_flag() or "--host"
+    if recorded is None and same_kind and served and asked is None and not options.switch_server:
         # Recorded by a cuda-llm that kept no server: the default (or an environment variable) may
         # point anywhere, api.openai.com included, and the prompts (and a key) would follow it.
         raise UserError(
             f"session {record.id} was recorded without its model server (by an older cuda-llm): name the "
             f"server it used with {flag}, or add --switch-server to send its prompts to "
-            f"{'OLLAMA_HOST or the local default' if kind == 'ollama' else 'OPENAI_BASE_URL or the default'}"
+            f"{backend.default_server}"
         )
-    if not same_kind and kind in ("ollama", "openai") and not options.switch_server:
+    if not same_kind and served and not options.switch_server:
         # Another kind of model is another server: its prompts (and, for openai, the key) would go to
         # whatever the flag, an environment variable or the default names.
-        where = asked or ("OLLAMA_HOST or the local default" if kind == "ollama" else "OPENAI_BASE_URL or the default")
+        where = asked or backend.default_server
         raise UserError(
             f"session {record.id} was recorded with {record.model} at {record.server or 'its default server'}; "
             f"{model} would send its prompts to {where}: add --switch-server to do that (with {flag} to name the "
             "server), or resume with the session's own model"
         )
-    if recorded is None or kind not in ("ollama", "openai"):
+    if recorded is None or not served:
         return options.host, options.base_url
-    if asked is not None and _normalised(kind, asked) != recorded:
+    if asked is not None and backend.recorded_server(asked) != recorded:
         if not options.switch_server:
             raise UserError(
                 f"session {record.id} was recorded with the server {recorded}; {flag} {asked} would send its "
                 f"prompts elsewhere: add --switch-server to do that, or drop {flag}"
             )
         recorded = asked
-    return (recorded, options.base_url) if kind == "ollama" else (options.host, recorded)
+    given[backend.server_option or ""] = recorded
+    return given["host"], given["base_url"]
 
 
 def make_provider_factory(store: SessionStore, host: str | None, base_url: str | None):
     """Providers for the session's model and for a model changed mid-session; a change may also
     name another server (`server`: the ollama host or the OpenAI base URL, by the spec's kind)."""
 
-    def factory(spec: str, server: str | None = None) -> ModelProvider:
-        kind = spec.strip().split(":", 1)[0].lower()
-        return parse_model_spec(
-            spec,
-            host=server if server and kind == "ollama" else host,
-            base_url=server if server and kind == "openai" else base_url,
-            load_replay=lambda sid: store.replies(_session_number(sid)),
-        )
+    def factory(text: str, server: str | None = None) -> ModelProvider:
+        spec = parse_spec(text)
+        given = {"host": host, "base_url": base_url}
+        if server and spec.backend.server_option:
+            given[spec.backend.server_option] = server
+        return provider_for(spec, given["host"], given["base_url"], lambda sid: store.replies(_session_number(sid)))
 
     return factory
 

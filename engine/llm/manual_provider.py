@@ -12,18 +12,22 @@ import asyncio
 from collections.abc import Sequence
 
 from cuda_llm.engine.core.settings import GenerateOptions
-from cuda_llm.engine.llm.base import Completion, Message, ModelError, RequestKey, TokenCallback
+from cuda_llm.engine.llm.base import Completion, Message, ModelError, ModelProvider, RequestKey, TokenCallback
+from cuda_llm.engine.llm.spec import ModelBackend, ModelSpec, ReplayLoader
 
 MANUAL_SPEC = "manual"
 
 
-def is_manual_spec(spec: str | None) -> bool:
-    return bool(spec) and spec.strip().lower().partition(":")[0] == MANUAL_SPEC
-
-
-class ManualProvider:
+class ManualProvider(ModelBackend):
+    kind = MANUAL_SPEC
+    takes_name = False
+    person_writes = True
     spec = MANUAL_SPEC
     where = "the editor"
+
+    @classmethod
+    def create(cls, spec: ModelSpec, server: str | None, load_replay: ReplayLoader | None) -> ModelProvider:
+        return cls()
 
     def __init__(self) -> None:
         self._waiting: dict[RequestKey, asyncio.Future[str]] = {}

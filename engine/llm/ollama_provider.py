@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.core.settings import GenerateOptions
-from cuda_llm.engine.llm.base import Completion, Message, ModelError, RequestKey, TokenCallback
+from cuda_llm.engine.llm.base import Completion, Message, ModelError, ModelProvider, RequestKey, TokenCallback
 from cuda_llm.engine.llm.bounded import (
     IDENTITY,
     capped_transport,
@@ -29,7 +29,8 @@ from cuda_llm.engine.llm.bounded import (
     too_large,
     undecodable,
 )
-from cuda_llm.engine.llm.http_errors import Server, retry_after_seconds, with_server_models
+from cuda_llm.engine.llm.http_errors import Server, display_url, retry_after_seconds, with_server_models
+from cuda_llm.engine.llm.spec import ModelBackend, ModelSpec, ReplayLoader
 from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
@@ -99,7 +100,19 @@ async def _raise_for_status(response: httpx.Response) -> None:
     raise _HttpStatusError(response.status_code, text, retry_after_seconds(response.headers))
 
 
-class OllamaProvider:
+class OllamaProvider(ModelBackend):
+    kind = "ollama"
+    server_option = "host"
+    default_server = "OLLAMA_HOST or the local default"
+
+    @classmethod
+    def recorded_server(cls, address: str) -> str:
+        return display_url(ollama_url(address))
+
+    @classmethod
+    def create(cls, spec: ModelSpec, server: str | None, load_replay: ReplayLoader | None) -> ModelProvider:
+        return cls(spec.name, host=server)
+
     def __init__(self, model: str, host: str | None = None) -> None:
         self.model = model
         self.spec = f"ollama:{model}"

@@ -19,7 +19,7 @@ from typing import Any
 import openai
 
 from cuda_llm.engine.core.settings import GenerateOptions
-from cuda_llm.engine.llm.base import Completion, Message, ModelError, RequestKey, TokenCallback
+from cuda_llm.engine.llm.base import Completion, Message, ModelError, ModelProvider, RequestKey, TokenCallback
 from cuda_llm.engine.llm.bounded import (
     IDENTITY,
     capped_transport,
@@ -29,6 +29,7 @@ from cuda_llm.engine.llm.bounded import (
     undecodable,
 )
 from cuda_llm.engine.llm.http_errors import Server, display_url, retry_after_seconds, with_server_models
+from cuda_llm.engine.llm.spec import ModelBackend, ModelSpec, ReplayLoader
 from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -49,7 +50,16 @@ def _http_library() -> ModuleType:
     return importlib.import_module(openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0])
 
 
-class OpenAIProvider:
+class OpenAIProvider(ModelBackend):
+    kind = "openai"
+    server_option = "base_url"
+    default_server = "OPENAI_BASE_URL or the default"
+    key_env = DEFAULT_KEY_ENV
+
+    @classmethod
+    def create(cls, spec: ModelSpec, server: str | None, load_replay: ReplayLoader | None) -> ModelProvider:
+        return cls(spec.name, base_url=server)
+
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = DEFAULT_KEY_ENV) -> None:
         self.model = model
         self.spec = f"openai:{model}"

@@ -12,13 +12,11 @@ import os
 
 from cuda_llm.engine.llm.base import ModelError, ModelProvider
 from cuda_llm.engine.llm.http_errors import MODELS_LISTED
+from cuda_llm.engine.llm.spec import spec_of
 
-# Where an OpenAI-compatible server's key comes from (engine/llm/openai_provider.py).
-OPENAI_KEY_ENV = "OPENAI_API_KEY"
-# Kinds of listing failure that every request of the session would meet as well.
-FATAL = frozenset({"unreachable", "auth"})
-# Providers that talk to a server (replay and manual have none).
-SERVED = ("ollama:", "openai:")
+# Kinds of listing failure that every request of the session would meet as well (bad_request: the
+# server answered with a redirect to another server, or refused the listing outright).
+FATAL = frozenset({"unreachable", "auth", "bad_request"})
 
 
 def offers(names: list[str], model: str) -> bool:
@@ -28,15 +26,17 @@ def offers(names: list[str], model: str) -> bool:
 
 async def check_model(provider: ModelProvider) -> None:
     """Raise ModelError (a UserError: one line) when the session's model cannot answer."""
-    if not provider.spec.startswith(SERVED):
+    spec = spec_of(provider)
+    backend = spec.backend
+    if backend.server_option is None:  # replay and manual talk to no server
         return
-    model = provider.spec.split(":", 1)[1]
+    model = spec.name
     try:
         names = await provider.list_models()
     except ModelError as exc:
         if exc.kind in FATAL:
-            if provider.spec.startswith("openai:") and not os.environ.get(OPENAI_KEY_ENV):
-                raise ModelError(exc.kind, f"{exc} ({OPENAI_KEY_ENV} is not set)") from None
+            if backend.key_env and not os.environ.get(backend.key_env):
+                raise ModelError(exc.kind, f"{exc} ({backend.key_env} is not set)") from None
             raise
         return
     if not names or offers(names, model):

@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 
+from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.core.settings import GenerateOptions
-from cuda_llm.engine.llm.base import Completion, Message, ModelError, RequestKey, TokenCallback
+from cuda_llm.engine.llm.base import Completion, Message, ModelError, ModelProvider, RequestKey, TokenCallback
+from cuda_llm.engine.llm.spec import ModelBackend, ModelSpec, ReplayLoader
 
 # Replies stream in pieces of this size so the UI shows them arriving as it does for a live
 # model; 64 characters is about a line of code.
@@ -17,7 +19,17 @@ REPLAY_CHUNK_CHARS = 64
 REPLAY_CHUNK_DELAY_S = 0.002
 
 
-class ReplayProvider:
+class ReplayProvider(ModelBackend):
+    kind = "replay"
+    name_hint = "SESSION"
+    replays = True
+
+    @classmethod
+    def create(cls, spec: ModelSpec, server: str | None, load_replay: ReplayLoader | None) -> ModelProvider:
+        if load_replay is None:
+            raise UserError(f"model spec {str(spec)!r} replays a stored session, which needs the sessions database")
+        return cls(load_replay(spec.name), source=spec.name)
+
     def __init__(
         self, replies: Mapping[RequestKey, str], source: str, chunk_delay_s: float = REPLAY_CHUNK_DELAY_S
     ) -> None:

@@ -9,8 +9,8 @@ import pytest
 
 from cuda_llm.engine.core.settings import GenerateOptions
 from cuda_llm.engine.llm.base import Message, ModelError, RequestKey
-from cuda_llm.engine.llm.manual_provider import ManualProvider, is_manual_spec
-from cuda_llm.engine.llm.spec import parse_model_spec
+from cuda_llm.engine.llm.manual_provider import ManualProvider
+from cuda_llm.engine.llm.spec import parse_model_spec, person_writes
 
 PROMPT = [Message("user", "write a kernel")]
 
@@ -48,4 +48,4 @@ async def test_skip_and_close_end_the_wait_with_a_model_error():
 
 def test_manual_spec():
     assert isinstance(parse_model_spec("manual"), ManualProvider)
-    assert is_manual_spec("Manual") and not is_manual_spec("ollama:manual") and not is_manual_spec(None)
+    assert person_writes("Manual") and not person_writes("ollama:manual") and not person_writes(None)
