@@ -16,6 +16,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from cuda_llm.engine.core.concurrency import gather_or_cancel
 from cuda_llm.engine.core.errors import FormatError, UserError
@@ -172,18 +173,18 @@ class FsrLoop:
             if rec.decision == "rejected":
                 state.rejections.append(Rejection(rec.label, rec.decision_reason or ""))
         if session.best_label and session.best_label != BASELINE_LABEL:
-            rec = self._records.get(session.best_label)
-            if rec and rec.judgement and rec.judgement.candidate:
-                compiled = await self.judge.compile(rec.judgement.candidate)
+            best_rec = self._records.get(session.best_label)
+            if best_rec and best_rec.judgement and best_rec.judgement.candidate:
+                compiled = await self.judge.compile(best_rec.judgement.candidate)
                 if isinstance(compiled, Compiled):
-                    best = rec.judgement
+                    best = best_rec.judgement
                     if not self.judge.compile_only:
                         timing = await self.judge.profile([(compiled, best)])
                         best = timing.judgements[0]
                     state.best, state.best_compiled = best, compiled
         if rounds:
             last = [r for r in self._records.values() if r.round == state.round and r.judgement]
-            state.last_failures = [r.judgement for r in last if r.judgement.failed]
+            state.last_failures = [r.judgement for r in last if r.judgement is not None and r.judgement.failed]
         if self._records or rounds:
             self._emit_history(state, rounds)
         return state
@@ -232,7 +233,7 @@ class FsrLoop:
         changes = self.control.take_pending()
         if not changes:
             return
-        updates = {k: v for k, v in changes.items() if k in ("candidates", "rounds")}
+        updates: dict[str, Any] = {k: v for k, v in changes.items() if k in ("candidates", "rounds")}
         if updates:
             self.settings = dataclasses.replace(self.settings, **updates)
             self.store.set_settings(self.sid, self.settings)
@@ -629,8 +630,9 @@ class FsrLoop:
     async def _process_edits(self, state: LoopState, r: int) -> None:
         while (edit := self.control.next_edit()) is not None:
             edited = await self._judge_edit(state, r, edit)
-            usable = edited is not None and edited.is_correct and edited.timing is not None
-            if usable and self.control.auto_accept and self._beats(edited, state.best.timing):
+            if edited is None or not edited.is_correct or edited.timing is None:
+                continue
+            if self.control.auto_accept and self._beats(edited, state.best.timing):
                 self._accept(state, r, edited, "accepted")
 
     async def _judge_edit(self, state: LoopState, r: int, edit: Edit) -> Judgement | None:
