@@ -78,7 +78,10 @@ def age(text: str) -> float:
     t = text.strip().lower()
     unit = t[-1] if t and t[-1] in AGE_UNITS else "d"
     number = t[:-1] if t and t[-1] in AGE_UNITS else t
-    value = float(_number(float, number)) if number else -1.0
+    try:
+        value = float(_number(float, number)) if number else -1.0
+    except argparse.ArgumentTypeError:
+        value = -1.0
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not an age such as 30d, 12h or 90m")
     return value * AGE_UNITS[unit]
