@@ -82,6 +82,8 @@ SERIAL_GROUPS = {
     "tests/compile/test_header_macros.py": "header-macros",
     "tests/faults/test_host_safety.py": "host-safety",
     "tests/judge/test_metrics.py": "metrics",
+    # Every example module imported once (each import starts PyTorch in a child process).
+    "tests/torchtask/": "torchtask",
 }
 _REPO = Path(__file__).resolve().parent.parent
 
