@@ -108,6 +108,31 @@ def test_the_home_check_sees_a_second_loader(tmp_path):
     assert homes(NVRTC_LOADER, tmp_path) == {"engine/a.py", "app/b.py"}
 
 
+# Reading a model spec's text: its kind by prefix, by splitting at the ':', or by comparing with "manual".
+SPEC_READER = (
+    r"\.startswith\(\s*[\"'](ollama|openai|replay|manual)"
+    r"|(spec|model)[][A-Za-z_.()]*\.(split|partition|rpartition)\(\s*[\"']:[\"']"
+    r"|[=!]= [\"']manual[\"']"
+)
+
+
+def test_one_reader_of_the_model_spec():
+    """engine/llm/spec.py parse_spec reads a spec's text; everything else asks its backend."""
+    assert homes(SPEC_READER) == set()
+    assert homes(r"^def parse_spec\b") == {"engine/llm/spec.py"}
+
+
+def test_the_home_check_sees_a_second_spec_reader(tmp_path):
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "app").mkdir()
+    (tmp_path / "engine" / "a.py").write_text('origin = "replay" if provider.spec.startswith("replay:") else "model"\n')
+    (tmp_path / "engine" / "b.py").write_text('kind = spec.strip().lower().partition(":")[0]\n')
+    (tmp_path / "app" / "c.py").write_text('if record.model.split(":", 1)[0] == "ollama": pass\n')
+    (tmp_path / "app" / "d.py").write_text('manual = choice.spec == "manual"\n')
+    (tmp_path / "app" / "e.py").write_text("spec = parse_spec(text)\nprint(spec.backend.replays)\n")
+    assert homes(SPEC_READER, tmp_path) == {"engine/a.py", "engine/b.py", "app/c.py", "app/d.py"}
+
+
 if __name__ == "__main__":
     import tempfile
 
