@@ -11,8 +11,9 @@ from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual.app import App, SystemCommand
+from textual.app import App, CSSPathType, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.dom import DOMNode
 from textual.filter import LineFilter
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -58,7 +59,7 @@ async def list_ollama_models(host: str | None) -> list[str]:
 
 
 class CudaLlmApp(App[int]):
-    CSS_PATH: ClassVar[list[str | Path]] = [APP_TCSS, COLORS_TCSS]
+    CSS_PATH: ClassVar[CSSPathType] = [APP_TCSS, COLORS_TCSS]
     TITLE = "cuda-llm"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+t", "next_theme", "Theme", show=False, priority=True, id="app.theme"),
@@ -135,7 +136,7 @@ class CudaLlmApp(App[int]):
         from cuda_llm.app.screens.start import StartScreen
 
         if self.config.keys:
-            screens = [type(self), StartScreen, RunScreen, EditScreen, *screen_pane_classes()]
+            screens: list[type[DOMNode]] = [type(self), StartScreen, RunScreen, EditScreen, *screen_pane_classes()]
             known = binding_ids(screens)
             self.keymap, problem = check_keymap(dict(self.config.keys), known)
             self.set_keymap(self.keymap)
@@ -256,9 +257,9 @@ class CudaLlmApp(App[int]):
                 screen.request_stop()
             self.notify("stopping the session, then quitting · press q again to quit at once", timeout=10)
             return
-        for screen in list(self.screen_stack):
-            if isinstance(screen, RunScreen):
-                await screen.shutdown(grace_s=0.0 if self._quit_asked else 3.0)
+        for open_screen in list(self.screen_stack):
+            if isinstance(open_screen, RunScreen):
+                await open_screen.shutdown(grace_s=0.0 if self._quit_asked else 3.0)
         self.exit(0)
 
     def quit_line(self) -> str | None:

@@ -145,7 +145,7 @@ def fast_p(rows: list[BenchRow]) -> FastP | None:
         problems=len(imported),
         fast={k: v / len(imported) for k, v in counts.items()},
         counts=counts,
-        geomean_vs_eager=geomean(speeds),  # type: ignore[arg-type]
+        geomean_vs_eager=geomean(speeds),
         correct=len(speeds),
     )
 
@@ -195,7 +195,7 @@ def summaries(rows: list[BenchRow]) -> list[Summary]:
 def summarize(rows: list[BenchRow], gpu: str | None = None) -> Summary:
     """The summary of rows judged on one GPU model (`gpu`), or compile-only."""
     validated = [r for r in rows if r.validated and r.speedup]
-    improved = [r.speedup for r in validated if r.improved]
+    improved = [r.speedup for r in validated if r.improved and r.speedup is not None]
     overall = [1.0 if r.best_label == BASELINE else r.speedup for r in validated]
     return Summary(
         validated=any(r.validated for r in rows),

@@ -95,7 +95,7 @@ def _silence_stdout() -> None:
     """Point stdout at /dev/null, so the interpreter's last flush finds no closed pipe either."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.__stdout__.fileno())
+        os.dup2(devnull, sys.__stdout__.fileno())  # type: ignore[union-attr]  # no stdout: AttributeError, caught
     except (OSError, AttributeError, ValueError):
         pass
 

@@ -44,7 +44,7 @@ class TerminalSafe(io.TextIOBase):
 def terminal_safe_output() -> Iterator[None]:
     """stdout and stderr made TerminalSafe for the duration (the headless commands, not the TUI)."""
     out, err = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = TerminalSafe(out), TerminalSafe(err)  # type: ignore[assignment]
+    sys.stdout, sys.stderr = TerminalSafe(out), TerminalSafe(err)
     try:
         yield
     finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from typing import Any
 
 from cuda_llm.app.cli.argtypes import arch, non_negative_float, non_negative_int, positive_float, positive_int
 from cuda_llm.app.cli.output import error, print_json
@@ -81,7 +82,7 @@ def add_session_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def loop_overrides(args: argparse.Namespace) -> dict[str, object]:
+def loop_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """LoopSettings fields the user gave explicitly."""
     out: dict[str, object] = {}
     for name, field in (

@@ -216,7 +216,7 @@ def replay(args: argparse.Namespace) -> int:
     import dataclasses
 
     # Same N, D and rules as the recorded session (unless given), so the same requests are made.
-    settings = dataclasses.replace(record.settings, **options.overrides)  # type: ignore[arg-type]
+    settings = dataclasses.replace(record.settings, **options.overrides)
     options = dataclasses.replace(options, loop=settings)
     try:
         return asyncio.run(run_headless(options, args.json))

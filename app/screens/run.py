@@ -297,8 +297,8 @@ class RunScreen(Screen[None]):
     def _on_theme(self) -> None:
         for pane in self.query(KernelPane):
             pane.apply_theme()
-        for pane in self.query(LatencyPane):
-            pane.apply_theme()
+        for latency in self.query(LatencyPane):
+            latency.apply_theme()
         self._refresh({TREE})
 
     # ---- panes and focus -------------------------------------------------------------------------
@@ -594,7 +594,7 @@ class RunScreen(Screen[None]):
         for flag, cls in panes:
             if flag in changed:
                 for pane in self.query(cls):
-                    pane.show()
+                    pane.show()  # type: ignore[attr-defined]  # every pane class listed above has show()
         if STATUS in changed or TREE in changed:
             self._update_status()
         if STATUS in changed:
@@ -754,7 +754,7 @@ class RunScreen(Screen[None]):
 
     def _draft_request(self) -> EditRequest | None:
         draft, self.draft = self.draft, None  # offered once; it stays on disk until submitted
-        if draft is None or (self.manual_provider() is not None and self.manual_provider().waiting()):
+        if draft is None or ((manual := self.manual_provider()) is not None and manual.waiting()):
             return None
         same = draft.session_id == self.view.session_id and draft.based_on in self.view.candidates
         return EditRequest(
@@ -906,7 +906,7 @@ class RunScreen(Screen[None]):
         self.request_stop()
 
     async def action_quit(self) -> None:
-        await self.app.action_quit()  # type: ignore[attr-defined]
+        await self.app.action_quit()
 
     def action_follow(self) -> None:
         self.view.follow = True

@@ -151,7 +151,7 @@ class StartScreen(Screen[None]):
                     yield Static(id="start-message")
             with TabPane("Sessions", id="tab-sessions"), Vertical(id="sessions-col"):
                 yield Input(placeholder="filter sessions (Esc clears)", id="sessions-filter", compact=True)
-                table = DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
+                table: DataTable[object] = DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
                 table.add_columns("id", "task", "model", "status", "rounds", "best", "device", "updated")
                 yield table
                 yield Static(
@@ -479,7 +479,7 @@ class StartScreen(Screen[None]):
         self.query_one("#task-filter", Input).focus()
 
     async def action_quit(self) -> None:
-        await self.app.action_quit()  # type: ignore[attr-defined]
+        await self.app.action_quit()
 
     @property
     def active_bindings(self) -> dict[str, ActiveBinding]:

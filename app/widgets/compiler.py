@@ -30,7 +30,9 @@ class CompilerPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(id="compiler-summary", classes="pane-title")
         yield OptionList(id="compiler-diagnostics", compact=True)
-        table = DataTable(id="compiler-resources", cursor_type="row", zebra_stripes=True, show_cursor=False)
+        table: DataTable[object] = DataTable(
+            id="compiler-resources", cursor_type="row", zebra_stripes=True, show_cursor=False
+        )
         table.add_columns("kernel", "regs", "shared B", "stack B", "spills st/ld B", "occupancy")
         yield table
 

@@ -116,7 +116,7 @@ class KernelPane(Vertical):
         tabs = self.query_one("#kernel-tabs", TabbedContent)
         current = VIEWS.index(tabs.active) if tabs.active in VIEWS else -1
         tabs.active = VIEWS[(current + 1) % len(VIEWS)]
-        self.call_after_refresh(lambda: self.focus_target().focus())
+        self.call_after_refresh(lambda: (target := self.focus_target()) is not None and target.focus())
 
     def apply_theme(self) -> None:
         from cuda_llm.themes import CODE_THEMES, code_theme_for
