@@ -52,7 +52,9 @@ def list_tasks(args: argparse.Namespace) -> int:
 
     library = TaskLibrary()
     builtin = builtin_names()
-    rows, records, broken, shadowing = [], [], [], []
+    rows: list[tuple[str, ...]] = []
+    records: list[dict[str, object]] = []
+    broken, shadowing = [], []
     for item in library.load_all():
         if isinstance(item, TaskFileError):
             broken.append(str(item))

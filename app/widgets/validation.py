@@ -55,7 +55,7 @@ class ValidationPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="validation-summary", classes="pane-title")
-        table = DataTable(id="mismatches", cursor_type="row", zebra_stripes=True)
+        table: DataTable[object] = DataTable(id="mismatches", cursor_type="row", zebra_stripes=True)
         table.add_columns(*COLUMNS)
         yield table
 
