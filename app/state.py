@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cuda_llm.engine.core.settings import LoopSettings
+from cuda_llm.engine.core.status import STATUSES
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.gpu.protocol import Timing
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Judgement, LibraryResult
@@ -23,7 +24,8 @@ from cuda_llm.engine.llm.base import Completion, Message, RequestKey
 # Candidate phases before a final status; then the judgement's status names the state.
 PHASES = ("waiting", "streaming", "compiling", "validating", "profiling", "no reply")
 
-# One mark per state, each one terminal cell wide (no emoji: they are two cells in many terminals).
+# One mark per state, each one terminal cell wide (no emoji: they are two cells in many terminals):
+# the phases' and the best's here, a status's from its table (engine/core/status.py).
 MARKS = {
     "waiting": "…",
     "streaming": "↓",
@@ -31,24 +33,10 @@ MARKS = {
     "validating": "◌",
     "profiling": "◔",
     "no reply": "-",
-    "format_error": "?",
-    "compile_error": "✗",
-    "compiled": "○",
-    "launch_error": "!",
-    "crashed": "!",
-    "timed_out": "∞",
-    "wrong": "✗",
-    "correct": "✓",
-    "suspect": "?",
+    **{status: info.mark for status, info in STATUSES.items()},
     "best": "★",
 }
-WORDS = {
-    "format_error": "format error",
-    "compile_error": "compile error",
-    "launch_error": "launch error",
-    "timed_out": "timed out",
-    "no reply": "no reply",
-}
+WORDS = {**{status: info.word for status, info in STATUSES.items()}, "no reply": "no reply"}
 
 # Panes, as the flags apply() returns.
 TREE, PROMPT, KERNEL, COMPILER, VALIDATION, LATENCY, STATUS, LOG = (
@@ -343,8 +331,7 @@ class SessionView:
         c = self._candidate(e.judgement.label, e.round)
         c.judgement = e.judgement
         c.phase = "judged"
-        timing, best_us = e.judgement.timing, e.best_median_us
-        faster = f" ({best_us / timing.median_us:.2f}x the best)" if timing and best_us is not None and _ratio_ok(e) else ""
+        faster = f" ({e.best_median_us / e.judgement.timing.median_us:.2f}x the best)" if _ratio_ok(e) else ""
         self._say(f"round {e.round}: {e.judgement.label} is the fastest{faster}: accept, reject or edit it")
         return {STATUS, TREE, LOG} | self.set_focus(e.judgement.label)
 

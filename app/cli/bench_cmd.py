@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from cuda_llm.app.cli.output import print_json
 from cuda_llm.engine.core.errors import UserError
+from cuda_llm.engine.core.status import STATUSES
 from cuda_llm.engine.llm.spec import parse_spec
 
 REPLAY_LATEST = "replay:latest"
@@ -167,7 +168,7 @@ def _options(request: BenchRequest, task: str, model: str):
 
 # Statuses of candidates that got past compiling and binding (a launch error here is a plan the
 # limits refused, before anything ran).
-_BOUND = frozenset({"compiled", "correct", "suspect", "wrong", "crashed", "timed_out"})
+_BOUND = frozenset(s for s, info in STATUSES.items() if info.compiled)
 
 
 def build_row(task: str, model: str, result, report: dict[str, Any], library, seconds: float) -> BenchRow:

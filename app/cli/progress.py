@@ -7,28 +7,17 @@ import sys
 from typing import TextIO
 
 from cuda_llm.app.cli.output import split_message
+from cuda_llm.engine.core.status import TIMED
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.judge.judgement import Judgement
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
-
-_STATUS_MARK = {
-    "format_error": "format error",
-    "compile_error": "compile error",
-    "launch_error": "launch error",
-    "crashed": "crashed",
-    "timed_out": "timed out",
-    "wrong": "wrong",
-    "correct": "correct",
-    "suspect": "suspect",
-    "compiled": "compiled",
-}
 
 
 def judgement_line(j: Judgement) -> str:
     """A candidate in one line: a timed one's figures whole, anything else by the short head `eval`'s
     verdict line shows (a reply with no code blocks explains itself in ~400 characters; the whole text
     is in the session's --json report)."""
-    if j.status in ("correct", "suspect"):
+    if j.status in TIMED:
         return f"{j.label}: {j.message}"
     return f"{j.label}: {split_message(j.message)[0]}"
 

@@ -18,21 +18,10 @@ from textual.widgets.tree import TreeNode
 from cuda_llm.app.messages import CandidateChosen
 from cuda_llm.app.state import CandidateView, SessionView
 from cuda_llm.app.widgets.text import plain
+from cuda_llm.engine.core.status import STATUSES
 
-# Which theme variable colours each state.
-STATE_COLORS = {
-    "correct": "status-correct",
-    "best": "status-best",
-    "wrong": "status-wrong",
-    "compile_error": "status-wrong",
-    "format_error": "status-wrong",
-    "launch_error": "status-crashed",
-    "crashed": "status-crashed",
-    "timed_out": "status-crashed",
-    "suspect": "status-crashed",
-    "compiled": "status-compiled",
-    "no reply": "status-wrong",
-}
+# Which theme variable colours each state: a status's from its table, the view's own states beside.
+STATE_COLORS = {**{s: info.color for s, info in STATUSES.items()}, "best": "status-best", "no reply": "status-wrong"}
 # The decisions, short: the tree's column is narrow and the mark must never be cut.
 DECISIONS = {"accepted": "accepted", "rejected": "rejected", "auto-accepted": "auto-accepted"}
 

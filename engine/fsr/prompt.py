@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from string import Template
 
+from cuda_llm.engine.core.status import STATUSES
 from cuda_llm.engine.counters.describe import prompt_text as counters_prompt_text
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks
 from cuda_llm.engine.judge.judgement import Judgement, LibraryResult
@@ -25,15 +26,6 @@ from cuda_llm.engine.task.model import Task
 COMPILE_LOG_LINES = 12
 # Mismatches listed per failed candidate at full detail.
 MISMATCH_LINES = 5
-# Order in which failures are worth the model's attention: nearly-right code first.
-_FAILURE_RANK = {
-    "wrong": 0,
-    "launch_error": 1,
-    "timed_out": 2,
-    "crashed": 3,
-    "compile_error": 4,
-    "format_error": 5,
-}
 
 # What each architecture offers when there is no GPU to ask (compile-only mode, `--arch`).
 ARCH_FACTS: dict[str, dict[str, int]] = {
@@ -93,6 +85,12 @@ def _us(us: float) -> str:
 class Rejection:
     label: str
     reason: str
+
+
+def _failure_rank(status: str) -> int:
+    """Failures in the order worth the model's attention (engine/core/status.py), anything else last."""
+    rank = STATUSES[status].rank
+    return 9 if rank is None else rank
 
 
 class PromptBuilder:
@@ -270,7 +268,7 @@ class PromptBuilder:
         return "\n".join(lines)
 
     def failures_text(self, failures: Sequence[Judgement]) -> str:
-        ordered = sorted(failures, key=lambda j: _FAILURE_RANK.get(j.status, 9))
+        ordered = sorted(failures, key=lambda j: _failure_rank(j.status))
         # Full detail for the most promising failure, no source for the rest, then trim.
         levels = [2 if i == 0 else 1 for i in range(len(ordered))]
         while True:

@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from cuda_llm.engine.core.settings import Settings
+from cuda_llm.engine.core.status import Verdict
 from cuda_llm.engine.gpu.compare import Mismatch
 from cuda_llm.engine.task.plan import BoundPlan
-
-Verdict = Literal["correct", "wrong", "launch_error", "crashed", "timed_out"]
 
 
 @dataclass(frozen=True)

@@ -7,24 +7,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from cuda_llm.engine.compile.result import CompileResult
+from cuda_llm.engine.core.status import FAILED, TIMED, Status
 from cuda_llm.engine.counters.model import CountersReport
 from cuda_llm.engine.gpu.protocol import ProgramRef, RanOn, Timing, ValidationReport
 from cuda_llm.engine.judge.metrics import Figures
 from cuda_llm.engine.task.plan import BoundPlan, LaunchPlan
 
-Status = Literal[
-    "format_error",  # the reply breaks the contract (no code, bad plan, unknown kernel...)
-    "compile_error",
-    "compiled",  # compile-only mode: compiled and bound, not run
-    "launch_error",  # the device refused the launch (limits, resources)
-    "crashed",
-    "timed_out",
-    "wrong",
-    "correct",
-    "suspect",  # correct, but its timing cannot be trusted (faster than the roofline, ...)
-]
 Origin = Literal["model", "user", "baseline", "replay"]
-FAILED = frozenset({"format_error", "compile_error", "launch_error", "crashed", "timed_out", "wrong"})
 BASELINE_LABEL = "baseline"
 
 
@@ -75,7 +64,7 @@ class Judgement:
 
     @property
     def is_correct(self) -> bool:
-        return self.status in ("correct", "suspect")
+        return self.status in TIMED
 
 
 @dataclass(frozen=True)

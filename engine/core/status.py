@@ -1,0 +1,59 @@
+"""A candidate's status, the one table every layer reads: the GPU worker's verdicts, the judgement, the
+prompt's order of failures, the headless progress lines, the TUI's marks and colours, bench's counts.
+tests/test_layers.py fails if a second table of statuses appears.
+
+A consumer's own states (the TUI's phases before a verdict, its "best") are the consumer's, beside
+this table, never copies of its rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+Status = Literal[
+    "format_error",  # the reply breaks the contract (no code, bad plan, unknown kernel...)
+    "compile_error",
+    "compiled",  # compile-only mode: compiled and bound, not run
+    "launch_error",  # the device refused the launch (limits, resources)
+    "crashed",
+    "timed_out",
+    "wrong",
+    "correct",
+    "suspect",  # correct, but its timing cannot be trusted (faster than the roofline, ...)
+]
+# What a GPU worker's validation answers: the statuses decided on the device.
+Verdict = Literal["correct", "wrong", "launch_error", "crashed", "timed_out"]
+
+
+@dataclass(frozen=True)
+class StatusInfo:
+    word: str  # as a person reads it: "compile error"
+    mark: str  # one terminal cell (no emoji: they are two cells in many terminals)
+    color: str  # the theme variable that colours it (themes/)
+    # The order in which a failure is worth the model's attention, nearly-right code first (the
+    # prompt lists failures so); None for a status that is no failure.
+    rank: int | None
+    compiled: bool  # the source compiled and its plan bound (bench counts these)
+    timed: bool = False  # it was profiled: its figures are a latency and shares of the ceilings
+
+    @property
+    def failure(self) -> bool:
+        return self.rank is not None
+
+
+STATUSES: dict[str, StatusInfo] = {
+    "format_error": StatusInfo("format error", "?", "status-wrong", 5, compiled=False),
+    "compile_error": StatusInfo("compile error", "✗", "status-wrong", 4, compiled=False),
+    "compiled": StatusInfo("compiled", "○", "status-compiled", None, compiled=True),
+    "launch_error": StatusInfo("launch error", "!", "status-crashed", 1, compiled=False),
+    "crashed": StatusInfo("crashed", "!", "status-crashed", 3, compiled=True),
+    "timed_out": StatusInfo("timed out", "∞", "status-crashed", 2, compiled=True),
+    "wrong": StatusInfo("wrong", "✗", "status-wrong", 0, compiled=True),
+    "correct": StatusInfo("correct", "✓", "status-correct", None, compiled=True, timed=True),
+    "suspect": StatusInfo("suspect", "?", "status-crashed", None, compiled=True, timed=True),
+}
+assert tuple(STATUSES) == get_args(Status) and set(get_args(Verdict)) <= set(STATUSES)
+
+FAILED = frozenset(s for s, info in STATUSES.items() if info.failure)
+TIMED = frozenset(s for s, info in STATUSES.items() if info.timed)
