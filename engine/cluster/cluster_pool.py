@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from cuda_llm.engine.cluster.bundle import ShippedTask, pack_task
-from cuda_llm.engine.cluster.connection import connected
+from cuda_llm.engine.cluster.connection import connected, head_answers
 from cuda_llm.engine.cluster.fleet import Member, kill, ray_error_line
 from cuda_llm.engine.cluster.settings import ClusterSettings
 from cuda_llm.engine.core.settings import Settings
@@ -261,7 +261,11 @@ class ClusterGpuPool:
         return f"lost the Ray cluster at {self.address}: {what}{last}; the session is paused, resumable"
 
     def _nodes_lost_line(self, what: str) -> str:
-        """The cluster answers, but none of the session's GPUs does (their nodes are gone)."""
+        """No GPU of the session answers: the GPU nodes are gone while the head still answers, or the
+        head itself is (a Ray client notices that only half a minute later: its port is asked now)."""
+        if not head_answers(self.address):
+            self._gone = self._lost_line(f"its head does not answer; {what}")
+            return self._gone
         return (
             f"the GPU nodes of the Ray cluster at {self.address} are out of reach: {what} (its head still "
             "answers); the session is paused, resumable once they are back"
@@ -345,8 +349,8 @@ class ClusterGpuPool:
         if any(m.state == "ready" for m in self.members) or all(m.state == "dead" for m in self.members):
             return
         self._event(
-            f"every GPU of the session is out of reach (the Ray cluster at {self.address} still answers): "
-            f"waiting up to {self.cluster.lost_grace_s:.0f} s for one to come back before the session pauses"
+            f"every GPU of the session is out of reach: waiting up to {self.cluster.lost_grace_s:.0f} s for "
+            "one to come back before the session pauses"
         )
 
     def _drop_slots(self, member: Member) -> None:

@@ -92,12 +92,33 @@ def _host_port(address: str) -> tuple[str, int] | None:
         ) from None
 
 
-def _probe(host: str, port: int) -> str | None:
+def _probe(host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
     try:
-        with socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S):
+        with socket.create_connection((host, port), timeout=timeout_s):
             return None
     except OSError as exc:
         return exc.strerror or type(exc).__name__
+
+
+# How long a session that lost its GPUs waits for the head to accept a connection, to say whether
+# the head or only the GPU nodes are gone: a head that is up answers in a millisecond.
+HEAD_PROBE_TIMEOUT_S = 1.0
+
+
+def head_answers(address: str) -> bool:
+    """Whether the head of the cluster at `address` still accepts connections (for `auto`, at the
+    GCS address Ray reports). A Ray client takes half a minute to notice its head is gone; this
+    tells at once."""
+    endpoint = _host_port(address)
+    if endpoint is None:
+        import ray
+
+        try:
+            host, _, port = str(ray.get_runtime_context().gcs_address).rpartition(":")
+            endpoint = (host, int(port))
+        except Exception:
+            return connected()
+    return _probe(*endpoint, timeout_s=HEAD_PROBE_TIMEOUT_S) is None
 
 
 def _init(address: str) -> None:

@@ -168,7 +168,11 @@ async def test_a_cluster_that_goes_away_pauses_the_session_and_it_resumes(tmp_pa
     finally:
         cluster.shutdown()
     assert result.status == "paused"
-    assert "\n" not in result.reason and result.reason.startswith(f"lost the Ray cluster at {address}")
+    # Ray's Cluster.shutdown takes the GPU nodes down before the head: the pause says either.
+    assert "\n" not in result.reason and result.reason.startswith(
+        (f"lost the Ray cluster at {address}", f"the GPU nodes of the Ray cluster at {address}")
+    )
+    assert result.reason.endswith(("resumable", "once they are back")), result.reason
     ray = require_ray()
     # Ray starts a local instance by itself when a call finds no connection: nothing of the lost
     # session may make one, or the resume below would judge on this machine's fake Ray.

@@ -153,3 +153,26 @@ def test_a_session_judges_on_one_gpu_model():
     assert [m.model for m in chosen] == ["NVIDIA A100-SXM4-40GB"]
     with pytest.raises(ClusterError, match=r"--gpus 0,1: .* 1 x NVIDIA A100-SXM4-40GB, 2 x NVIDIA H100 80GB HBM3"):
         choose_model(fleet, "0,1")
+
+
+def test_a_head_that_accepts_connections_answers_and_a_closed_port_does_not():
+    import socket
+
+    from cuda_llm.engine.cluster.connection import head_answers
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        assert head_answers(f"127.0.0.1:{port}") and head_answers(f"ray://127.0.0.1:{port}")
+    assert not head_answers(f"ray://127.0.0.1:{port}"), "the head is gone: 'lost the Ray cluster', not its nodes"
+
+
+def test_the_short_reasons_cut_at_a_word():
+    from cuda_llm.engine.cluster.cluster_pool import shorten
+
+    line = "GpuUnavailable: the GPU worker could not start: " + "cudaErrorInsufficientDriver " * 20
+    short = shorten(line, 80)
+    assert len(short) <= 80 and short.endswith("…") and short[:-1] == line[: len(short) - 1]
+    assert line[len(short) - 1] == " ", "never mid-word"
+    assert shorten("short", 80) == "short"
