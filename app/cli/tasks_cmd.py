@@ -182,7 +182,10 @@ def import_tasks(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("tasks", help="list the task library; `tasks new NAME` scaffolds a task")
+    p = sub.add_parser(
+        "tasks",
+        help="list the task library; `tasks new NAME` scaffolds one, `tasks import FILE.py` imports a PyTorch module",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=list_tasks)
     tsub = p.add_subparsers(dest="tasks_command", metavar="")
