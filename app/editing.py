@@ -16,14 +16,17 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import App, SuspendNotSupported
 
-from cuda_llm.app.drafts import Draft
 from cuda_llm.app.state import CandidateView
 from cuda_llm.engine.contract.reply import parse_reply
 from cuda_llm.engine.core.errors import FormatError
 from cuda_llm.engine.llm.base import RequestKey
+
+if TYPE_CHECKING:  # a type only: app/drafts.py writes a draft with compose_reply from here
+    from cuda_llm.app.drafts import Draft
 
 # Lines of a failure shown beside the kernel: the first diagnostics or mismatches say what to fix.
 FAILURE_LINES = 20

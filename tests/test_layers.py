@@ -133,6 +133,39 @@ def test_the_home_check_sees_a_second_spec_reader(tmp_path):
     assert homes(SPEC_READER, tmp_path) == {"engine/a.py", "engine/b.py", "app/c.py", "app/d.py"}
 
 
+STATUS_WORD = r"[\"'](format_error|compile_error|compiled|launch_error|crashed|timed_out|wrong|correct|suspect)[\"']"
+
+
+def status_tables(root: Path = ROOT) -> set[str]:
+    """Files outside engine/core/status.py that spell out statuses as a table: three or more
+    `"status": ...` entries, or a set or Literal of three or more status words on one line."""
+    entry = re.compile(r"^\s*" + STATUS_WORD + r"\s*:", re.M)
+    listed = re.compile(r"(\{|\[|\()\s*" + STATUS_WORD + r"(\s*,\s*" + STATUS_WORD + r"){2,}")
+    found = set()
+    for top in ("engine", "app"):
+        for path in sorted((root / top).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            if len(entry.findall(text)) >= 3 or listed.search(text):
+                found.add(str(path.relative_to(root)))
+    return found - {"engine/core/status.py"}
+
+
+def test_one_status_table():
+    """A status's word, mark, colour, rank and kind live in engine/core/status.py only."""
+    assert status_tables() == set()
+
+
+def test_the_home_check_sees_a_second_status_table(tmp_path):
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "a.py").write_text(
+        'MARKS = {\n    "wrong": "x",\n    "correct": "v",\n    "crashed": "!",\n}\n'
+    )
+    (tmp_path / "engine" / "b.py").write_text('FAILED = frozenset({"wrong", "crashed", "timed_out"})\n')
+    (tmp_path / "engine" / "c.py").write_text('if status in ("correct", "suspect"):\n    pass\n')
+    assert status_tables(tmp_path) == {"app/a.py", "engine/b.py"}
+
+
 if __name__ == "__main__":
     import tempfile
 

@@ -24,6 +24,8 @@ Status = Literal[
 ]
 # What a GPU worker's validation answers: the statuses decided on the device.
 Verdict = Literal["correct", "wrong", "launch_error", "crashed", "timed_out"]
+# How a fault that ends a GPU worker's job (a sticky CUDA error, a hang, a refused launch) is recorded.
+FaultKind = Literal["crashed", "timed_out", "launch_error"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ STATUSES: dict[str, StatusInfo] = {
     "correct": StatusInfo("correct", "✓", "status-correct", None, compiled=True, timed=True),
     "suspect": StatusInfo("suspect", "?", "status-crashed", None, compiled=True, timed=True),
 }
-assert tuple(STATUSES) == get_args(Status) and set(get_args(Verdict)) <= set(STATUSES)
+assert tuple(STATUSES) == get_args(Status) and set(get_args(Verdict)) | set(get_args(FaultKind)) <= set(STATUSES)
 
 FAILED = frozenset(s for s, info in STATUSES.items() if info.failure)
 TIMED = frozenset(s for s, info in STATUSES.items() if info.timed)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from cuda_llm.engine.core.settings import Settings
-from cuda_llm.engine.core.status import Verdict
+from cuda_llm.engine.core.status import FaultKind, Verdict
 from cuda_llm.engine.gpu.compare import Mismatch
 from cuda_llm.engine.task.plan import BoundPlan
 
@@ -108,7 +108,7 @@ class LaunchResources:
 
 @dataclass(frozen=True)
 class Fault:
-    kind: Literal["crashed", "timed_out", "launch_error"]
+    kind: FaultKind
     error: str  # the CUDA error name, or a short tag
     message: str  # one line for the model and the user
     case: str | None = None  # the validation case it happened in
