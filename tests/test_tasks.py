@@ -394,11 +394,25 @@ def test_reference_without_generate_is_named(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", LIBRARY)
 def test_baseline_compiles(name: str, arch: str) -> None:
     # The baseline is the calling-convention example in every prompt: it must build wherever a
-    # candidate is compiled (Hopper and Ampere), with nothing but NVRTC.
-    core = pytest.importorskip("cuda.core")
+    # candidate is compiled (Hopper and Ampere), with nothing but NVRTC: no prelude, no policy.
+    from cuda_llm.engine.compile import nvrtc_library
+    from cuda_llm.engine.compile.result import CompilerUnavailableError
+
+    try:
+        raw = nvrtc_library.load()
+    except CompilerUnavailableError as exc:
+        pytest.skip(f"NVRTC unavailable: {exc}")
     task = _task(name)
-    options = core.ProgramOptions(arch=arch, std="c++17")
-    cubin = core.Program(task.baseline_source, "c++", options).compile("cubin").code
+    _, prog = raw.nvrtcCreateProgram(task.baseline_source.encode(), b"baseline.cu", 0, [], [])
+    try:
+        options = [f"-arch={arch}".encode(), b"--std=c++17"]
+        (result,) = raw.nvrtcCompileProgram(prog, len(options), options)
+        assert result == raw.nvrtcResult.NVRTC_SUCCESS, f"{name}: the baseline does not compile for {arch}"
+        _, size = raw.nvrtcGetCUBINSize(prog)
+        cubin = b" " * size
+        raw.nvrtcGetCUBIN(prog, cubin)
+    finally:
+        raw.nvrtcDestroyProgram(prog)
     # extern "C" kernels keep their names in the cubin's symbol table.
     for launch in task.baseline_plan.launches:
         assert launch.kernel.encode() in cubin, f"{name}: no kernel {launch.kernel!r} in the {arch} cubin"

@@ -43,7 +43,6 @@ def check_packages() -> list[Check]:
     out = [Check("python", "ok", f"{platform.python_version()} ({platform.machine()})")]
     for dist in (
         "cuda-bindings",
-        "cuda-core",
         "nvidia-cuda-nvrtc",
         "nvidia-ml-py",
         "numpy",
@@ -55,7 +54,7 @@ def check_packages() -> list[Check]:
         out.append(
             Check(
                 dist,
-                "ok" if v else ("warn" if dist in ("nvidia-cuda-nvrtc", "cuda-core") else "fail"),
+                "ok" if v else ("warn" if dist == "nvidia-cuda-nvrtc" else "fail"),
                 v or "not installed",
             )
         )

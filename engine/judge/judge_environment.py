@@ -88,7 +88,7 @@ class JudgeEnvironment:
 
 # The distributions whose versions a recorded figure depends on (the compiler, the driver bindings,
 # the numerics of the reference, the vendor library).
-FACT_PACKAGES = ("cuda-bindings", "cuda-core", "nvidia-cuda-nvrtc", "nvidia-ml-py", "numpy", "cupy-cuda13x", "cupy")
+FACT_PACKAGES = ("cuda-bindings", "nvidia-cuda-nvrtc", "nvidia-ml-py", "numpy", "cupy-cuda13x", "cupy")
 
 
 def _version(dist: str) -> str | None:
