@@ -8,7 +8,7 @@ or an error line, never as an exception in the UI.
 
 Layout: the seven panes are mounted once and never rebuilt. At 140x40 and above they sit side by
 side in a grid; below that one pane at a time fills the body and a row of tabs names them. A
-resize only switches CSS classes (RunScreen.-wide / -narrow), so nothing that writes to a pane
+resize only changes a few inline styles (RunScreen._apply_layout), so nothing that writes to a pane
 (the telemetry timer, a streaming reply) can ever find it missing.
 
 Keys: a letter for every action (a accept, r reject, e edit, p pause, s stop, q quit, ? help,
@@ -96,6 +96,9 @@ PANES: tuple[tuple[str, str], ...] = (
 # How long a stop may take before the session's worker is cancelled outright: a stop cancels the
 # model requests at once; what remains is a compile or a GPU job finishing and being recorded.
 STOP_GRACE_S = 3.0
+
+
+BORDER_EDGES = ("border_top", "border_right", "border_bottom", "border_left")
 
 
 def layout_for(size: Size) -> str:
@@ -219,13 +222,15 @@ class RunScreen(Screen[None]):
         self.layout_mode = "narrow"
         self.active_pane = PANES[0][0]
         self.panes: dict[str, Widget] = {}
+        self._widgets: dict[str, Widget] = {}  # the status line and the telemetry bar, once composed
         self.search_term = ""
         self.draft: Draft | None = None  # an edit kept from before, offered by `e`
 
     # ---- layout --------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         view = self.view
-        yield TelemetryBar(id="telemetry")
+        self._telemetry = TelemetryBar(id="telemetry")
+        yield self._telemetry
         # Each tab names the key that shows it (the config may have moved the digits).
         tabs = Tabs(
             *(Tab(f"{key_of(self, f'pane({pane!r})')} {title}", id=f"tab-{pane}") for pane, title in PANES),
@@ -251,15 +256,28 @@ class RunScreen(Screen[None]):
             id="pane-search",
             compact=True,
         )
-        yield StatusLine(id="status")
+        self._widgets = {"status": StatusLine(id="status"), "telemetry": self._telemetry}
+        yield self._widgets["status"]
         yield KeyFooter(compact=True)
 
     def _apply_layout(self) -> None:
+        """The wide layout is app.tcss's; the narrow one is a few inline styles over it. Inline
+        styles only re-lay out what they touch, where a CSS class on the screen would restyle every
+        widget on it (most of the time a resize took)."""
         wide = self.layout_mode == "wide"
-        self.set_class(wide, "-wide")
-        self.set_class(not wide, "-narrow")
+        self.query_one("#pane-tabs").display = not wide
+        body = self.query_one("#run-body")
+        if wide:
+            body.styles.clear_rule("layout")
+        else:
+            body.styles.layout = "vertical"
         for pane_id, pane in self.panes.items():
-            pane.set_class(pane_id == self.active_pane, "-active")
+            pane.display = wide or pane_id == self.active_pane
+            for edge in BORDER_EDGES:
+                if wide:
+                    pane.styles.clear_rule(edge)
+                else:
+                    setattr(pane.styles, edge, ("none", "transparent"))
 
     def _check_layout(self, size: Size) -> None:
         mode = layout_for(size)
@@ -306,7 +324,7 @@ class RunScreen(Screen[None]):
         while widget is not None:
             if widget.id in self.panes and widget.parent is not None and widget.parent.id == "run-body":
                 return widget.id
-            widget = widget.parent  # type: ignore[assignment]
+            widget = widget.parent  # type: ignore[assignment]  # panes' parents are widgets
         return None
 
     def _show_pane(self, pane: str) -> None:
@@ -413,7 +431,7 @@ class RunScreen(Screen[None]):
         options = self.request.options
         env = None
         try:
-            env = await self.app.open_environment(options)  # type: ignore[attr-defined]
+            env = await self.app.open_environment(options)  # type: ignore[attr-defined]  # self.app is a CudaLlmApp
             session = await open_session(options, self.control, environment=env)
         except Exception as exc:
             if env is not None:
@@ -422,7 +440,7 @@ class RunScreen(Screen[None]):
             self.post_message(SessionError(one_line(exc)))
             return
         self.session = session
-        sessions = self.app.running_sessions  # type: ignore[attr-defined]
+        sessions = self.app.running_sessions  # type: ignore[attr-defined]  # self.app is a CudaLlmApp
         sessions.add(session.id, str(session.store.path))
         session.bus.subscribe(self._relay)
         manual = isinstance(session.provider, ManualProvider)
@@ -539,8 +557,9 @@ class RunScreen(Screen[None]):
 
     def on_tokens_arrived(self, message: TokensArrived) -> None:
         first = self.view.add_tokens(message.label, message.text)
-        for pane in self.query(PromptPane):
-            pane.append(message.label, message.text)
+        prompt = self.panes.get("prompt-pane")
+        if isinstance(prompt, PromptPane):
+            prompt.append(message.label, message.text)
         if first:
             self._refresh({TREE, STATUS} | ({PROMPT} if message.label == self.view.focus else set()))
 
@@ -591,15 +610,15 @@ class RunScreen(Screen[None]):
             (LATENCY, LatencyPane),
             (LOG, EventLog),
         )
+        # The panes by reference: a query walks the whole screen, and this runs for most engine events.
+        by_class = {type(pane): pane for pane in self.panes.values()}
         for flag, cls in panes:
-            if flag in changed:
-                for pane in self.query(cls):
-                    pane.show()  # type: ignore[attr-defined]  # every pane class listed above has show()
+            if flag in changed and cls in by_class:
+                by_class[cls].show()  # type: ignore[attr-defined]  # every pane class listed above has show()
         if STATUS in changed or TREE in changed:
             self._update_status()
-        if STATUS in changed:
-            for bar in self.query(TelemetryBar):
-                bar.set_context(self._bar_context())
+        if STATUS in changed and self._widgets:
+            self._widgets["telemetry"].set_context(self._bar_context())  # type: ignore[attr-defined]  # the telemetry bar
 
     @property
     def quitting(self) -> bool:
@@ -616,7 +635,7 @@ class RunScreen(Screen[None]):
         return {a: key_of(self, a) for a in actions}
 
     def _update_status(self) -> None:
-        for line in self.query(StatusLine):
+        for line in [w for w in (self._widgets.get("status"),) if isinstance(w, StatusLine)]:
             line.show(self.view, self.control.auto_accept, self.manual_waiting(), self.keys())
             if self.pause_requested and self.view.state in ("running", "awaiting") and not self.view.stopping:
                 set_text(
@@ -829,7 +848,7 @@ class RunScreen(Screen[None]):
         if result is None:
             return
         if result.keep_only:  # the app is quitting with the editor open
-            self.app.messages.add(f"your edit was not submitted: {self._keep(request, result)}", "warning")  # type: ignore[attr-defined]
+            self.app.messages.add(f"your edit was not submitted: {self._keep(request, result)}", "warning")  # type: ignore[attr-defined]  # self.app is a CudaLlmApp
             self.app.call_later(self.app.run_action, "quit")
             return
         manual = self.manual_provider()
@@ -1046,7 +1065,7 @@ class RunScreen(Screen[None]):
             return
         state = self.view.state
         shown = {"finished": "finished", "failed": "failed", "paused": "paused"}.get(state, "stopped")
-        self.app.last_session = (sid, shown, self.request.options.db)  # type: ignore[attr-defined]
+        self.app.last_session = (sid, shown, self.request.options.db)  # type: ignore[attr-defined]  # self.app is a CudaLlmApp
 
     def _offer_draft(self, session_id: int) -> None:
         """An edit kept from before: of this session first, else the newest of any."""
