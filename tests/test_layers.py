@@ -166,6 +166,12 @@ def test_the_home_check_sees_a_second_status_table(tmp_path):
     assert status_tables(tmp_path) == {"app/a.py", "engine/b.py"}
 
 
+def test_the_code_cites_only_documents_of_the_repository():
+    """Docstrings point at docs/architecture.md, never at a design page the repository does not hold."""
+    assert homes(r"DESIGN\.md") == set()
+    assert (ROOT / "docs" / "architecture.md").is_file()
+
+
 if __name__ == "__main__":
     import tempfile
 

@@ -74,7 +74,7 @@ class CompileResult:
     error: str | None = None  # one line saying why ok is False; None when ok
     device_globals: tuple[DeviceGlobal, ...] = ()
     # Reduced-precision arithmetic or conversions found in the PTX (fp16, bf16, tf32, fp8): an
-    # fp32 task flags them (DESIGN.md section 3: fp16/tf32 shortcuts on fp32 tasks must fail).
+    # fp32 task flags them (docs/architecture.md, "Tasks": fp16/tf32 shortcuts on fp32 tasks must fail).
     precision_hints: tuple[str, ...] = ()
     headers: tuple[str, ...] = field(default=())  # the headers the candidate includes
 

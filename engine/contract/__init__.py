@@ -1,7 +1,7 @@
 """The candidate contract: what a model's reply must contain and how it binds to a task.
 
 The model writes device code only; the harness owns allocation, copies and launches. A reply is one
-fenced `cuda` block and one fenced `json` launch plan (DESIGN.md section 4). The path from a raw
+fenced `cuda` block and one fenced `json` launch plan (docs/architecture.md, "The reply contract"). The path from a raw
 reply to what the GPU worker runs:
 
     parsed = parse_reply(text)                        # blocks, JSON, plan structure

@@ -206,7 +206,7 @@ class Settings:
 
 @dataclass(frozen=True)
 class LoopSettings:
-    """The FSR loop's knobs (DESIGN.md section 1), with the reason for each default."""
+    """The FSR loop's knobs (docs/architecture.md, "The loop"), with the reason for each default."""
 
     # N: candidates per request. Four parallel samples find a correct kernel far more often than
     # one while keeping a round's token cost moderate.

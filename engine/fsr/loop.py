@@ -1,4 +1,4 @@
-"""The Feature Search and Reinforcement loop (DESIGN.md section 1).
+"""The Feature Search and Reinforcement loop (docs/architecture.md, "The loop").
 
 A round asks the model for N candidates at once; each is parsed, compiled and validated as soon as
 its reply arrives. If none is correct, a repair request carries every failure back (at most R

@@ -1,4 +1,4 @@
-"""The Performance Profiler, worker side (DESIGN.md section 5, "Profile").
+"""The Performance Profiler, worker side (docs/architecture.md, "Judging").
 
 The baseline and the candidates of a round are timed in one session, interleaved sample by sample:
 CUDA events on the harness stream around the whole launch plan, the L2 flushed before every sample,

@@ -1,4 +1,4 @@
-"""The Function Validator, worker side (DESIGN.md section 5, "Validate").
+"""The Function Validator, worker side (docs/architecture.md, "Judging").
 
 For every validation size and seed: fresh inputs, outputs poisoned, shared memory scrubbed, the plan
 run twice, every element compared with the float64 reference, inputs checked unchanged.

@@ -1,4 +1,4 @@
-"""Tasks: a folder with task.toml, reference.py and baseline.cu/.json (DESIGN.md section 3)."""
+"""Tasks: a folder with task.toml, reference.py and baseline.cu/.json (docs/architecture.md, "Tasks")."""
 
 from cuda_llm.engine.task.library import TaskLibrary
 from cuda_llm.engine.task.loader import load_task
