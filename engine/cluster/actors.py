@@ -24,6 +24,19 @@ from typing import Any
 import ray
 
 
+def _ray_logs_dir() -> Any:
+    """This node's Ray log folder (the session's `logs`), or None where Ray does not say."""
+    from pathlib import Path
+
+    try:
+        from ray._private.worker import global_worker  # no public API names it
+
+        path = global_worker.node.get_logs_dir_path()
+    except Exception:
+        return None
+    return Path(path) if path else None
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
@@ -82,8 +95,14 @@ class GpuActor(_OnNode):
         from cuda_llm.engine.gpu.client import GpuWorker
 
         # Device 0: Ray's CUDA_VISIBLE_DEVICES shows this actor (and the worker it spawns) its GPU
-        # alone. The worker's logs get a folder per GPU, as several actors share a node.
-        log_dir = user_cache_dir() / "workers" / f"ray-gpu{self.gpu_index}"
+        # alone. The worker's logs get a folder per GPU, as several actors share a node: in the node's
+        # Ray log folder, where `ray logs` finds them, else in the cache under the node's id (two
+        # nodes on one host, or one home shared over NFS, must not share a file).
+        logs = _ray_logs_dir()
+        if logs is not None:
+            log_dir = logs / f"cuda-llm-gpu{self.gpu_index}"
+        else:
+            log_dir = user_cache_dir() / "workers" / f"ray-{self.node_id[:8]}-gpu{self.gpu_index}"
         make = self.factory or GpuWorker
         return make(0, self.settings, log_dir)
 

@@ -63,7 +63,7 @@ async def bench_on_cluster(
     compiler = None
     shipper = TaskShipper(cluster.max_task_bytes)  # one for every session: each task ships once
     try:
-        fleet = await start_fleet(connection, settings, cluster, worker_factory)
+        fleet = await start_fleet(connection, settings, cluster, worker_factory, request.gpus)
         if request.gpus:  # --gpus MODEL: only the GPUs of that model
             chosen, others = choose_model(fleet, request.gpus)
             await kill([m.handle for m in others], cluster.close_timeout_s)
@@ -72,7 +72,7 @@ async def bench_on_cluster(
         for line in sorted(set(fleet.refused)):
             print(f"cuda-llm: refused {line}", file=sys.stderr)
         compiler = ClusterCompiler(CompilerPool(settings.compile))
-        warning = await sandbox_warning(compiler)  # type: ignore[arg-type]
+        warning = await sandbox_warning(compiler)  # type: ignore[arg-type]  # a ClusterCompiler as the pool
         if warning:
             print(f"cuda-llm: {warning}", file=sys.stderr)
         compiler.start_remote(cluster.remote_compilers, settings, cluster.start_timeout_s)
@@ -88,7 +88,7 @@ async def bench_on_cluster(
                 if member.state != "dead":
                     free.put_nowait(member)
 
-            env = LeasedEnvironment(compiler, pool, member.info, None, member.info.arch, None, release=release)  # type: ignore[arg-type]
+            env = LeasedEnvironment(compiler, pool, member.info, None, member.info.arch, None, release=release)  # type: ignore[arg-type]  # cluster pools in the local ones' place
             try:
                 env.peaks = await pool.peaks()
                 rows[index] = await run_task(request, task, model, lambda: env, opened.set)

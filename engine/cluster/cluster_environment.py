@@ -101,7 +101,8 @@ def _notice(fleet: Fleet, pool: ClusterGpuPool, others: list[Member], arch: str 
         lines.append(f"{left} left free (a session judges on one GPU model; --gpus MODEL picks another)")
     lines += [f"refused {line}" for line in sorted(set(fleet.refused))]
     if fleet.held:
-        lines.append(f"{fleet.held} GPU(s) of the cluster are held by other jobs")
+        by = f" ({fleet.held_by})" if fleet.held_by else ""
+        lines.append(f"{fleet.held} GPU(s) of the cluster are held by other jobs{by}")
     if arch and arch != pool.device.arch:
         lines.append(f"--arch {arch} ignored: compiling for the GPUs' own {pool.device.arch}")
     return "; ".join(lines)
@@ -121,7 +122,7 @@ async def open_cluster_environment(
     connection = await connect(address)
     fleet = None
     try:
-        fleet = await start_fleet(connection, settings, cluster, worker_factory)
+        fleet = await start_fleet(connection, settings, cluster, worker_factory, gpus)
         chosen, others = choose_model(fleet, gpus)
         await kill([m.handle for m in others], cluster.close_timeout_s)
         pool = ClusterGpuPool(chosen, settings, cluster, address, TaskShipper(cluster.max_task_bytes))

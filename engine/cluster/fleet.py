@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import pickle
 import re
+import secrets
+import socket
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +54,7 @@ class Fleet:
     members: list[Member]
     refused: list[str] = field(default_factory=list)  # one line per GPU that cannot judge
     held: int = 0  # GPUs other jobs held
+    held_by: str = ""  # who, as their actors' names say (fleet.holders)
 
     def models(self) -> Counter[str]:
         return Counter(m.model for m in self.members)
@@ -72,8 +77,12 @@ def _actor_class(**options: Any) -> Any:
 async def _start_one(handle: Any, timeout_s: float) -> tuple[DeviceInfo, RanOn] | str:
     from ray.exceptions import RayError
 
+    call = asyncio.ensure_future(handle.start.remote())
+    call.add_done_callback(_quietly)
     try:
-        return await asyncio.wait_for(handle.start.remote(), timeout_s)
+        # Shielded: a wait that times out leaves Ray's own future alone (cancelled, a Ray client's
+        # future raises InvalidStateError when the answer arrives, with a traceback on stderr).
+        return await asyncio.wait_for(asyncio.shield(call), timeout_s)
     except TimeoutError:
         return f"a GPU actor did not start within {timeout_s:.0f} s (its GPU taken by another job meanwhile?)"
     except RayError as exc:
@@ -132,26 +141,49 @@ async def start_fleet(
     settings: Settings,
     cluster: ClusterSettings,
     worker_factory: WorkerFactory | None = None,
+    model: str | None = None,
 ) -> Fleet:
-    """An actor on every GPU free now, each with its worker started. Raises ClusterError when the
-    cluster has no GPU to give, or none of its GPUs can judge."""
+    """An actor on every GPU free now (of `model`, where Ray knows the GPUs' types), each with its
+    worker started and named after this process, so `ray list actors` shows which session holds
+    which GPU. Raises ClusterError when the cluster has no GPU to give (at once, naming who holds
+    them: a session never waits for another's GPUs), or none of its GPUs can judge."""
     from ray import cloudpickle
 
+    reaped = await asyncio.to_thread(reap_orphans)
     free, total = await free_gpus()
+    if reaped and free < total:
+        free = await _freed(free, total, cluster.placement_grace_s)  # the orphans' GPUs come free
     if total == 0:
         head = await asyncio.to_thread(head_gcs_address, connection.address)
         raise ClusterError(
             f"the Ray cluster at {connection.address} has no GPUs: start Ray on the GPU machines with "
             f"`ray start --address {head}` (it finds their GPUs itself)"
         )
+    held_by = await asyncio.to_thread(holders)
+    if free == 0:
+        raise ClusterError(
+            f"every GPU of the Ray cluster at {connection.address} ({total}) is held by other jobs"
+            + (f" ({held_by})" if held_by else "")
+            + "; run again when one is free"
+        )
+    accelerator = await _accelerator_type(model)
     # The actor restarts when its process dies (max_restarts=-1), on its node or wherever a GPU
     # frees up; requests are not retried by Ray (max_task_retries=0): the pool re-queues them itself,
     # so a job never runs twice unnoticed. num_cpus=0: the GPU worker's time is the GPU's.
-    cls = _actor_class(num_gpus=1, num_cpus=0, max_restarts=-1, max_task_retries=0)
+    options: dict[str, Any] = {"num_gpus": 1, "num_cpus": 0, "max_restarts": -1, "max_task_retries": 0}
+    if accelerator is not None:
+        options["accelerator_type"] = accelerator  # Ray places it on a GPU of that type only
     settings_blob = pickle.dumps(settings)
     factory_blob = cloudpickle.dumps(worker_factory) if worker_factory is not None else None
-    handles = [cls.remote(cuda_llm.__version__, settings_blob, factory_blob) for _ in range(total)]
-    answers = await _answers(handles, free, cluster)
+    # Unique per fleet: a fleet this process closed a moment ago may still hold its names.
+    prefix = f"{actor_owner()}:{secrets.token_hex(3)}"
+    handles = [
+        _actor_class(**options, name=f"{prefix}:gpu{i}", namespace=ACTOR_NAMESPACE).remote(
+            cuda_llm.__version__, settings_blob, factory_blob
+        )
+        for i in range(free)
+    ]
+    answers = await _answers(handles, cluster)
     members, refused, unusable = [], [], []
     for handle, answer in zip(handles, answers, strict=True):
         if isinstance(answer, str | None):
@@ -161,28 +193,129 @@ async def start_fleet(
         else:
             members.append(Member(handle, *answer))
     await kill(unusable, cluster.close_timeout_s)
-    held = answers.count(None)
+    held = total - free + answers.count(None)
     if not members:
-        if held == len(answers):
-            raise ClusterError(f"every GPU of the Ray cluster at {connection.address} ({total}) is held by other jobs")
+        if answers.count(None) == len(answers):
+            raise ClusterError(
+                f"every GPU of the Ray cluster at {connection.address} ({total}) is held by other jobs"
+                + (f" ({held_by})" if held_by else "")
+                + "; run again when one is free"
+            )
         reasons = "; ".join(sorted(set(refused)))
         raise ClusterError(f"no GPU of the Ray cluster at {connection.address} can judge: {reasons}")
-    return Fleet(connection.address, members, refused, held)
+    return Fleet(connection.address, members, refused, held, held_by)
 
 
-async def _answers(
-    handles: list[Any], free: int, cluster: ClusterSettings
-) -> list[tuple[DeviceInfo, RanOn] | str | None]:
-    """Each actor's answer to start(), or None for one still waiting for its GPU (held by another job)
-    once `free` have answered and ClusterSettings.placement_grace_s has passed without another."""
+# The Ray namespace the GPU actors are named in (`ray list actors --filter namespace=cuda-llm`), and
+# how a name starts: cuda-llm:HOST:PID:FLEET:gpuN, the process that holds the GPU.
+ACTOR_NAMESPACE = "cuda-llm"
+ACTOR_PREFIX = "cuda-llm"
+
+
+def actor_owner() -> str:
+    """This process, as its actors' names say it: cuda-llm:HOST:PID."""
+    return f"{ACTOR_PREFIX}:{socket.gethostname()}:{os.getpid()}"
+
+
+def _named_actors() -> list[str]:
+    import ray
+
+    try:
+        found = ray.util.list_named_actors(all_namespaces=True)
+    except Exception:  # an older Ray, or a client that cannot list them: nothing to say
+        return []
+    return [a["name"] for a in found if isinstance(a, dict) and a.get("namespace") == ACTOR_NAMESPACE]
+
+
+def _owner_of(name: str) -> tuple[str, int] | None:
+    parts = name.split(":")
+    if len(parts) != 5 or parts[0] != ACTOR_PREFIX or not parts[2].isdigit():
+        return None
+    return parts[1], int(parts[2])
+
+
+def holders() -> str:
+    """Who holds the cluster's GPUs, from the actors' names: 'cuda-llm on vm (process 1234): 2 GPUs'."""
+    owners = Counter(o for o in map(_owner_of, _named_actors()) if o is not None)
+    return "; ".join(
+        f"cuda-llm on {host} (process {pid}): {n} GPU{'s' if n > 1 else ''}"
+        for (host, pid), n in sorted(owners.items())
+    )
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+def reap_orphans() -> int:
+    """End the GPU actors of cuda-llm processes of this machine that are gone (a `kill -9`: Ray keeps a
+    dead client's actors for half a minute, so its resume found its own GPUs held). Returns how many."""
+    import ray
+
+    here = socket.gethostname()
+    ended = 0
+    for name in _named_actors():
+        owner = _owner_of(name)
+        if owner is None or owner[0] != here or owner[1] == os.getpid() or _process_alive(owner[1]):
+            continue
+        with contextlib.suppress(Exception):  # gone meanwhile
+            ray.kill(ray.get_actor(name, namespace=ACTOR_NAMESPACE), no_restart=True)
+            ended += 1
+    return ended
+
+
+async def _freed(free: int, total: int, within_s: float) -> int:
+    """GPUs free once the orphans' actors have let theirs go (Ray frees them within a second)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        await asyncio.sleep(ORPHAN_POLL_S)
+        free, total = await free_gpus()
+        if free == total:
+            break
+    return free
+
+
+# How often the GPUs of ended orphans are looked for.
+ORPHAN_POLL_S = 0.25
+
+
+async def _accelerator_type(model: str | None) -> str | None:
+    """Ray's name of the GPU type `model` (part of a name, e.g. H100) asks for, where its nodes say
+    one (their accelerator_type resource); None otherwise (the GPUs' own names decide after start)."""
+    if not model:
+        return None
+    from cuda_llm.engine.cluster.connection import nodes
+
+    known = {n.accelerator for n in await nodes() if n.accelerator and n.gpus}
+    wanted = model.lower()
+    matches = sorted(k for k in known if k.lower() in wanted or wanted in k.lower())
+    return matches[0] if len(matches) == 1 else None
+
+
+async def _answers(handles: list[Any], cluster: ClusterSettings) -> list[tuple[DeviceInfo, RanOn] | str | None]:
+    """Each actor's answer to start(), or None for one still waiting for its GPU (taken by another
+    job since Ray counted it free) once ClusterSettings.placement_grace_s has passed without an
+    answer. The waits are not cancelled (a Ray client then logs InvalidStateError tracebacks): their
+    actors are ended, and what they answer later is dropped."""
     jobs = [asyncio.ensure_future(_start_one(h, cluster.start_timeout_s)) for h in handles]
     pending = set(jobs)
     while pending:
-        answered = len(jobs) - len(pending)
-        grace = cluster.placement_grace_s if answered >= free else None
-        done, pending = await asyncio.wait(pending, timeout=grace, return_when=asyncio.FIRST_COMPLETED)
+        done, pending = await asyncio.wait(
+            pending, timeout=cluster.placement_grace_s, return_when=asyncio.FIRST_COMPLETED
+        )
         if not done:
             break
     for job in pending:
-        job.cancel()
+        job.add_done_callback(_quietly)
     return [job.result() if job not in pending else None for job in jobs]
+
+
+def _quietly(job: asyncio.Future[Any]) -> None:
+    if not job.cancelled():
+        job.exception()  # retrieved: asyncio logs nothing for it

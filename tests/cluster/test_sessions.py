@@ -1,0 +1,104 @@
+"""Two sessions on one Ray cluster, and a resume right after a `kill -9` of the driver: a session
+whose GPUs are all held is refused at once, naming who holds them, with no Ray traceback; the GPU
+actors of a driver that was killed on this machine are ended, so its resume gets its GPUs back
+instead of "held by other jobs" for the dead session itself."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fakes.fake_gpu import FakeGpuFactory
+from ray_nodes import require_ray, start_cluster
+
+from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
+from cuda_llm.engine.cluster.connection import ClusterError
+from cuda_llm.engine.cluster.settings import ClusterSettings
+from cuda_llm.engine.core.settings import Settings
+
+QUIET = ClusterSettings(remote_compilers=0, revive_poll_s=0.5, lost_grace_s=20.0)
+TESTS = Path(__file__).resolve().parents[1]
+# The driver killed below has this long to connect and start its GPU actor.
+DRIVER_START_S = 180
+
+HOLD_A_GPU = """
+import asyncio, sys
+sys.path[:0] = [{tests!r}, {cluster_tests!r}]
+from ray_nodes import require_ray
+require_ray()
+from fakes.fake_gpu import FakeGpuFactory
+from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
+from cuda_llm.engine.cluster.settings import ClusterSettings
+from cuda_llm.engine.core.settings import Settings
+
+async def main():
+    env = await open_cluster_environment(
+        Settings(), sys.argv[1], worker_factory=FakeGpuFactory(), cluster=ClusterSettings(remote_compilers=0)
+    )
+    print("holding", env.gpu.size, flush=True)
+    await asyncio.sleep(600)
+
+asyncio.run(main())
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def open_env(address: str):
+    return await open_cluster_environment(Settings(), address, worker_factory=FakeGpuFactory(), cluster=QUIET)
+
+
+async def test_a_second_session_is_refused_at_once_naming_who_holds_the_gpus(capfd):
+    require_ray()
+    cluster = start_cluster(2, head_gpus=0)  # one GPU, on the worker node
+    try:
+        first = await open_env(cluster.address)
+        try:
+            assert first.gpu.size == 1
+            with pytest.raises(ClusterError) as refused:
+                await open_env(cluster.address)
+        finally:
+            await first.close()
+    finally:
+        cluster.shutdown()
+    line = str(refused.value)
+    assert "every GPU of the Ray cluster" in line and "is held by other jobs" in line, line
+    assert f"cuda-llm on {socket.gethostname()} (process {os.getpid()}): 1 GPU" in line, line
+    assert line.endswith("run again when one is free") and "\n" not in line
+    err = capfd.readouterr().err
+    assert "InvalidStateError" not in err and "Traceback" not in err, err[-2000:]
+
+
+async def test_a_resume_right_after_a_kill_9_of_a_client_gets_its_gpu_back():
+    require_ray()
+    port = free_port()
+    cluster = start_cluster(2, client_port=port, head_gpus=0)
+    address = f"ray://127.0.0.1:{port}"  # a Ray client: Ray keeps a dead client's actors for 30 s
+    driver = None
+    try:
+        script = HOLD_A_GPU.format(tests=str(TESTS), cluster_tests=str(TESTS / "cluster"))
+        driver = subprocess.Popen(
+            [sys.executable, "-c", script, address], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        assert driver.stdout is not None
+        assert driver.stdout.readline().strip() == "holding 1", "the first driver could not take the GPU"
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait()
+        resumed = await open_env(address)
+        try:
+            assert resumed.gpu.size == 1, "the dead driver's GPU came back to its resume"
+        finally:
+            await resumed.close()
+    finally:
+        if driver is not None and driver.poll() is None:
+            driver.kill()
+        cluster.shutdown()
