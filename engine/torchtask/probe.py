@@ -145,7 +145,10 @@ class ModuleFile:
             setattr(self.module, k, v)
         torch.manual_seed(0)
         with torch.device(device):
-            init = self.module.get_init_inputs() if callable(getattr(self.module, "get_init_inputs", None)) else []
+            try:
+                init = self.module.get_init_inputs() if callable(getattr(self.module, "get_init_inputs", None)) else []
+            except Exception as exc:
+                raise Refused(f"get_init_inputs() raised {type(exc).__name__}: {exc}") from None
             try:
                 inputs = self.module.get_inputs()
             except Exception as exc:

@@ -110,6 +110,10 @@ BAD_MODULES = {
         GOOD.replace("return x * 2.0", "return x, 3"),
         "holding a int (item 1)",
     ),
+    "get_init_inputs raising": (
+        GOOD.replace("def get_init_inputs():\n    return []", "def get_init_inputs():\n    return [1 / 0]"),
+        "get_init_inputs() raised ZeroDivisionError",
+    ),
     "a syntax error": (GOOD.replace("class Model", "class Model Model"), "fails to import: SyntaxError"),
     "a non-tensor input": (GOOD.replace("[torch.randn(n)]", "[torch.randn(n), 3]"), "get_inputs() item 1 is a int"),
     "an unsupported dtype": (GOOD.replace("torch.randn(n)", "torch.ones(n, dtype=torch.bool)"), "is bool"),
