@@ -81,7 +81,18 @@ def cli(*argv: str) -> tuple[int, str]:
 def run(out: Path, compile_only: bool) -> dict[str, tuple[int, str]]:
     """Every step with its exit code and output: import, bench, the headless run."""
     root = out / "tasks"
+    saved = os.environ.get("CUDA_LLM_TASK_PATH")
     os.environ["CUDA_LLM_TASK_PATH"] = str(root)  # bench and run find the imported tasks by name
+    try:
+        return _steps(out, root, compile_only)
+    finally:
+        if saved is None:
+            os.environ.pop("CUDA_LLM_TASK_PATH", None)
+        else:
+            os.environ["CUDA_LLM_TASK_PATH"] = saved
+
+
+def _steps(out: Path, root: Path, compile_only: bool) -> dict[str, tuple[int, str]]:
     db = out / "sessions.db"
     steps: dict[str, tuple[int, str]] = {}
     steps["import"] = cli("tasks", "import", str(EXAMPLES), "--dir", str(root))
