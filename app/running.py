@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 
+from cuda_llm.engine.core.errors import describe
 from cuda_llm.engine.store.sessions import SessionStore
 
 CRASH_PREFIX = "crashed: "
@@ -37,7 +38,7 @@ class RunningSessions:
 
     def crashed(self, error: BaseException) -> list[int]:
         """The app is going down with `error`: every session it runs is recorded as stopped by it."""
-        self.crash = f"{type(error).__name__}: {error}".splitlines()[0] if str(error) else type(error).__name__
+        self.crash = describe(error)
         for session_id in list(self._db):
             if self._mark(session_id, CRASH_PREFIX + self.crash):
                 self.crashed_sessions.append(session_id)

@@ -72,7 +72,7 @@ from cuda_llm.app.widgets.status import StatusLine
 from cuda_llm.app.widgets.telemetry import TelemetryBar
 from cuda_llm.app.widgets.text import set_text
 from cuda_llm.app.widgets.validation import ValidationPane
-from cuda_llm.engine.core.errors import UserError
+from cuda_llm.engine.core.errors import describe
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller
 from cuda_llm.engine.fsr.loop import candidate_label
@@ -103,11 +103,6 @@ BORDER_EDGES = ("border_top", "border_right", "border_bottom", "border_left")
 
 def layout_for(size: Size) -> str:
     return "wide" if size.width >= WIDE.width and size.height >= WIDE.height else "narrow"
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return text if isinstance(exc, UserError) else f"{type(exc).__name__}: {text}"
 
 
 class RunScreen(Screen[None]):
@@ -437,7 +432,7 @@ class RunScreen(Screen[None]):
             if env is not None:
                 with contextlib.suppress(Exception):
                     await env.close()
-            self.post_message(SessionError(one_line(exc)))
+            self.post_message(SessionError(describe(exc)))
             return
         self.session = session
         sessions = self.app.running_sessions  # type: ignore[attr-defined]  # self.app is a CudaLlmApp
@@ -462,7 +457,7 @@ class RunScreen(Screen[None]):
             sessions.interrupted(session.id)
             raise
         except Exception as exc:  # the loop recorded it and emitted Failed; say it, keep the app
-            self.post_message(SessionError(one_line(exc)))
+            self.post_message(SessionError(describe(exc)))
         else:
             self.post_message(SessionEnded(result.status, result.reason))
         finally:
@@ -1019,7 +1014,7 @@ class RunScreen(Screen[None]):
             files, _ = export_files(self.request.options.db, session_id, label, out)
             replaced = write_export(out, files)
         except Exception as exc:  # a folder that cannot be made, a candidate not recorded yet
-            self.app.call_from_thread(self.notify, f"not saved: {one_line(exc)}", severity="error", markup=False)
+            self.app.call_from_thread(self.notify, f"not saved: {describe(exc)}", severity="error", markup=False)
             return
         note = f" (replaced {', '.join(replaced)})" if replaced else ""
         self.app.call_from_thread(

@@ -38,6 +38,8 @@ def _ray_logs_dir() -> Any:
 
 
 def _first_line(exc: BaseException) -> str:
+    # engine/core/errors.py describe's line, kept here: this module must load on a node where
+    # cuda-llm itself cannot (that is what the line reports).
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 

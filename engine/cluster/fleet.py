@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import os
 import pickle
-import re
 import secrets
 import socket
 import time
@@ -23,6 +22,7 @@ from typing import Any, Literal
 import cuda_llm
 from cuda_llm.engine.cluster.connection import GCS_PORT, ClusterConnection, ClusterError, connected, free_gpus
 from cuda_llm.engine.cluster.settings import ClusterSettings
+from cuda_llm.engine.core.errors import describe
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.protocol import DeviceInfo, RanOn
 
@@ -109,9 +109,7 @@ def ray_error_line(exc: BaseException) -> str:
     cause = getattr(exc, "cause", None)
     if isinstance(cause, BaseException):
         exc = cause
-    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
-    line = text.splitlines()[0] if text else ""
-    return f"{type(exc).__name__}: {line}" if line else type(exc).__name__
+    return describe(exc)
 
 
 async def kill(handles: Sequence[Any], close_timeout_s: float) -> None:

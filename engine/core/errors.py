@@ -6,6 +6,11 @@ The CLI prints `str(error)` and exits non-zero; the TUI shows it in a pane. Inte
 
 from __future__ import annotations
 
+import re
+
+# A colour or cursor code some libraries (Ray) put in their messages.
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
 
 class UserError(Exception):
     """Something the user can fix; `str()` is the one line to show them."""
@@ -41,3 +46,14 @@ class UnknownTaskError(UserError):
 
 class ExpressionError(ValueError):
     """An integer expression (a shape, a grid size, a plan argument) that cannot be evaluated."""
+
+
+def describe(exc: BaseException) -> str:
+    """The one line a person sees for an exception: a UserError's first line as written (it is
+    addressed to them); anything else, its type and first line, so an internal error keeps its name.
+    The whole text stays wherever the caller records it."""
+    text = _ANSI.sub("", str(exc)).strip()
+    line = text.splitlines()[0].strip() if text else ""
+    if isinstance(exc, UserError) and line:
+        return line
+    return f"{type(exc).__name__}: {line}" if line else type(exc).__name__

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cuda_llm.engine.contract.errors import headline
 from cuda_llm.engine.core.concurrency import gather_or_cancel
 from cuda_llm.engine.core.errors import FormatError, UserError
 from cuda_llm.engine.core.settings import LoopSettings
@@ -644,7 +645,7 @@ class FsrLoop:
             plan = parse_plan(edit.plan_json)
         except FormatError as exc:
             return self._record(
-                Judgement(label, "format_error", str(exc).splitlines()[0], detail=str(exc)), "parsed", key
+                Judgement(label, "format_error", headline(str(exc)), detail=str(exc)), "parsed", key
             )
         explanation = f"edited from {edit.based_on}" if edit.based_on else ""
         cand = Candidate(label, edit.source, plan, explanation, "user", based_on=edit.based_on)

@@ -55,10 +55,6 @@ if TYPE_CHECKING:  # the pool and the worker are passed in; importing them here 
 PROFILE_RETRIES = 2
 
 
-def _first_line(text: str) -> str:
-    return headline(text)
-
-
 def compile_warnings(task: Task, result: CompileResult) -> tuple[str, ...]:
     warnings: list[str] = []
     if task.roofline.peak == "fp32" and result.precision_hints:
@@ -110,7 +106,7 @@ class Judge:
         try:
             parsed = parse_reply(reply)
         except FormatError as exc:
-            return Judgement(label, "format_error", _first_line(str(exc)), detail=str(exc))
+            return Judgement(label, "format_error", headline(str(exc)), detail=str(exc))
         return Candidate(label, parsed.source, parsed.plan, parsed.explanation, origin)
 
     # ---- stage 1: Compilation Verifier -------------------------------------------------------
@@ -133,7 +129,7 @@ class Judge:
             compile_settings = self.settings.compile
             result = capped_compile(result, compile_settings.max_ptx_bytes, compile_settings.max_log_bytes)
         except FormatError as exc:
-            return Judgement(cand.label, "format_error", _first_line(str(exc)), detail=str(exc), candidate=cand)
+            return Judgement(cand.label, "format_error", headline(str(exc)), detail=str(exc), candidate=cand)
         if not result.ok:
             errors = [d for d in result.diagnostics if d.severity == "error"]
             if errors:
@@ -151,7 +147,7 @@ class Judge:
             return Judgement(
                 cand.label,
                 "format_error",
-                _first_line(str(exc)),
+                headline(str(exc)),
                 detail=str(exc),
                 candidate=cand,
                 compile=result,
@@ -163,7 +159,7 @@ class Judge:
             check_every_size(bound, self.task, self.limits, static)
         except PlanError as exc:
             return Judgement(
-                cand.label, "launch_error", _first_line(str(exc)), detail=str(exc), candidate=cand, compile=result
+                cand.label, "launch_error", headline(str(exc)), detail=str(exc), candidate=cand, compile=result
             )
         return Compiled(cand, result, bound)
 
