@@ -331,7 +331,9 @@ class SessionView:
         c = self._candidate(e.judgement.label, e.round)
         c.judgement = e.judgement
         c.phase = "judged"
-        faster = f" ({e.best_median_us / e.judgement.timing.median_us:.2f}x the best)" if _ratio_ok(e) else ""
+        timing, best_us, faster = e.judgement.timing, e.best_median_us, ""
+        if timing is not None and best_us is not None and _ratio_ok(e):
+            faster = f" ({best_us / timing.median_us:.2f}x the best)"
         self._say(f"round {e.round}: {e.judgement.label} is the fastest{faster}: accept, reject or edit it")
         return {STATUS, TREE, LOG} | self.set_focus(e.judgement.label)
 

@@ -202,7 +202,7 @@ def summarize(rows: list[BenchRow], gpu: str | None = None) -> Summary:
         improved=GeoMean("geometric mean speedup over the tasks that improved", geomean(improved), len(improved)),
         overall=GeoMean(
             "geometric mean speedup over every validated task (a task with no improvement counts as 1.00x)",
-            geomean(overall),  # type: ignore[arg-type]
+            geomean(overall),  # type: ignore[arg-type]  # a validated row has a speedup
             len(overall),
         ),
         correct=sum(bool(r.is_correct) for r in rows),

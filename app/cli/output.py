@@ -36,7 +36,7 @@ class TerminalSafe(io.TextIOBase):
         return self._inner.fileno()
 
     @property
-    def encoding(self) -> str:  # type: ignore[override]
+    def encoding(self) -> str:  # type: ignore[override]  # a property for TextIO's attribute
         return getattr(self._inner, "encoding", "utf-8")
 
 

@@ -309,7 +309,7 @@ class StartScreen(Screen[None]):
             self.post_message(ModelsListed("ollama", "", [], str(exc)))
             return
         try:
-            models = await self.app.ollama_lister(self.defaults.host)  # type: ignore[attr-defined]
+            models = await self.app.ollama_lister(self.defaults.host)  # type: ignore[attr-defined]  # self.app is a CudaLlmApp
         except Exception:
             self.post_message(
                 ModelsListed("ollama", url, [], f"no ollama server at {url}: start `ollama serve`, or pick manual")
@@ -342,11 +342,11 @@ class StartScreen(Screen[None]):
         focused = self.focused
         if focused is not None and focused.id == "task-filter":
             event.stop()
-            focused.value = ""  # type: ignore[attr-defined]
+            focused.value = ""  # type: ignore[attr-defined]  # an Input, by its id
             self.query_one("#task-list", OptionList).focus()
         elif focused is not None and focused.id == "sessions-filter":
             event.stop()
-            focused.value = ""  # type: ignore[attr-defined]
+            focused.value = ""  # type: ignore[attr-defined]  # an Input, by its id
             focused.display = False
             self.query_one("#sessions", DataTable).focus()
 
@@ -431,7 +431,7 @@ class StartScreen(Screen[None]):
             self.say(str(exc), error=True)
             return
         endpoint = self.chosen_model.endpoint if self.chosen_model and self.chosen_model.spec == c.model else None
-        self.app.remember(  # type: ignore[attr-defined]
+        self.app.remember(  # type: ignore[attr-defined]  # self.app is a CudaLlmApp
             task=c.task,
             model=c.model,
             endpoint=endpoint,
@@ -442,7 +442,7 @@ class StartScreen(Screen[None]):
             target_roofline=c.target_roofline,
             auto_accept=c.auto_accept,
         )
-        self.config = self.app.config  # type: ignore[attr-defined]
+        self.config = self.app.config  # type: ignore[attr-defined]  # self.app is a CudaLlmApp
         self.say("")
         self.open_run(new_session(self.defaults, c))
 

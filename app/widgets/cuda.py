@@ -45,7 +45,7 @@ def release(area: TextArea) -> None:
     in memory (measured: hundreds of MiB over a long session)."""
     document = area.document
     if getattr(document, "_syntax_tree", None) is not None:
-        document._syntax_tree = None  # type: ignore[attr-defined]
+        document._syntax_tree = None  # type: ignore[attr-defined]  # textual's private tree cache
 
 
 def load_source(area: TextArea, text: str) -> None:
@@ -53,7 +53,7 @@ def load_source(area: TextArea, text: str) -> None:
     old = area.document
     area.load_text(text)
     if area.document is not old and getattr(old, "_syntax_tree", None) is not None:
-        old._syntax_tree = None  # type: ignore[attr-defined]
+        old._syntax_tree = None  # type: ignore[attr-defined]  # textual's private tree cache
 
 
 def use_cuda(area: TextArea) -> bool:

@@ -16,7 +16,7 @@ def search_target(pane: Widget) -> Log | TextArea | None:
     widget = focus() if callable(focus) else None
     if isinstance(widget, Log | TextArea):
         return widget
-    return next(iter(pane.query("Log, TextArea").results()), None)  # type: ignore[return-value]
+    return next(iter(pane.query("Log, TextArea").results()), None)  # type: ignore[return-value]  # the query names Log and TextArea only
 
 
 def _lines(widget: Log | TextArea) -> list[str]:
@@ -46,6 +46,6 @@ def find_match(widget: Log | TextArea, term: str, step: int, from_top: bool = Fa
         widget.selection = Selection((line, col), (line, col + len(term)))
         widget.scroll_cursor_visible(center=True)
     else:
-        widget._search_line = line  # type: ignore[attr-defined]
+        widget._search_line = line  # type: ignore[attr-defined]  # our mark on the widget
         widget.scroll_to(y=max(0, line - widget.size.height // 2), animate=False)
     return hits.index(line) + 1, len(hits), line

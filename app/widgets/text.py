@@ -50,5 +50,5 @@ def set_text(widget: Static, content: str | Text) -> None:
     shown = plain(content) if isinstance(content, str) else content
     key = shown.markup
     if getattr(widget, "_cuda_llm_shown", None) != key:
-        widget._cuda_llm_shown = key  # type: ignore[attr-defined]
+        widget._cuda_llm_shown = key  # type: ignore[attr-defined]  # our mark on the widget
         widget.update(shown)

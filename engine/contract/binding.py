@@ -303,7 +303,7 @@ class _Binder:
                     f"declare it `long long {param.name or name}` (or int64_t)."
                 )
         else:
-            return pt.name  # type: ignore[return-value]
+            return pt.name  # type: ignore[return-value]  # a ParamType literal by construction
         return None
 
     def bind_expr(self, arg: PlanArg, param: KernelParam, where: str) -> ParamType | None:
@@ -358,7 +358,7 @@ class _Binder:
         if value is not None and not low <= value <= high:
             self.fail(f"{where}: {value} does not fit {_param_text(param)} ({pt.name}).")
             return None
-        return pt.name  # type: ignore[return-value]
+        return pt.name  # type: ignore[return-value]  # a ParamType literal by construction
 
     def value_param(self, param: KernelParam, where: str, what: str) -> ScalarType | None:
         """The scalar type a by-value parameter receives, or None after reporting why not."""

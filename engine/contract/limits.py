@@ -73,8 +73,8 @@ def device_limits(device: _DeviceLike) -> LaunchLimits:
     return LaunchLimits(
         device.name,
         device.max_threads_per_block,
-        tuple(device.max_block_dims),  # type: ignore[arg-type]
-        tuple(device.max_grid_dims),  # type: ignore[arg-type]
+        tuple(device.max_block_dims),  # type: ignore[arg-type]  # three dims stay three
+        tuple(device.max_grid_dims),  # type: ignore[arg-type]  # three dims stay three
         device.shared_per_block,
         device.shared_per_block_optin,
     )
@@ -258,7 +258,7 @@ def size_plan(
                 continue
             value = _evaluate(arg.ref, env, f"{name}.args[{j}]", at)
             low, high = INT_RANGES.get(arg.param_type, (None, None))
-            if low is not None and not low <= value <= high:  # type: ignore[operator]
+            if low is not None and not low <= value <= high:  # type: ignore[operator]  # high is set with low
                 raise PlanError(
                     f"{_at(arg.ref, at)}{name}.args[{j}] = {_shown(arg.ref, value)}, which does not fit the kernel's "
                     f'{arg.param_type} parameter: pass it as {{"expr": ..., "type": "int64"}} to a 64-bit parameter'

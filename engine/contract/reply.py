@@ -86,7 +86,7 @@ def _split_blocks(lines: list[str]) -> list[_Block]:
             i += 1
             continue
         indent, marker = m["indent"], m["marker"]
-        lang = _LANG_RE.match(m["info"].strip())[1].lower()  # type: ignore[index]
+        lang = _LANG_RE.match(m["info"].strip())[1].lower()  # type: ignore[index]  # the pattern matches any text
         fence = re.compile(rf"^[ \t]*{re.escape(marker[0])}{{{len(marker)},}}(?P<info>.*)$")
         j = None
         for k in range(i + 1, len(lines)):

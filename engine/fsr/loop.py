@@ -361,7 +361,7 @@ class FsrLoop:
     async def _judge_reply(self, label: str, reply: str, key: RequestKey, cut: bool = False) -> Judgement:
         # Off the event loop, as the compile's checks are: a hostile reply of many small blocks takes
         # a fifth of a second to sort out, and the UI (and Ctrl-C) must not wait for it.
-        cand = await asyncio.to_thread(self.judge.parse, label, reply, self._origin())  # type: ignore[arg-type]
+        cand = await asyncio.to_thread(self.judge.parse, label, reply, self._origin())  # type: ignore[arg-type]  # _origin() gives one of the Origin literals
         if isinstance(cand, Judgement):
             if cut:
                 # "No code block" or "never closed" alone hides the cause: the model wrote too much.
@@ -431,7 +431,7 @@ class FsrLoop:
                 for j in (by_label.get(c.label) for c in correct)
                 if j is not None and j.status == "correct" and j.timing is not None and j.figures is not None
             ]
-            contenders.sort(key=lambda j: -(j.figures.speedup or 0.0))  # type: ignore[union-attr]
+            contenders.sort(key=lambda j: -(j.figures.speedup or 0.0))  # type: ignore[union-attr]  # contenders are timed: figures set
             for winner in contenders[:1]:
                 if self._beats(winner, self._best_timing(state, timing, winner.label)):
                     improved = await self._decide(state, r, winner)

@@ -152,7 +152,7 @@ async def open_session(
     settings = settings or Settings()
     if options.counters is not None:
         settings = dataclasses.replace(
-            settings, counters=dataclasses.replace(settings.counters, mode=options.counters)  # type: ignore[arg-type]
+            settings, counters=dataclasses.replace(settings.counters, mode=options.counters)  # type: ignore[arg-type]  # the CLI's choices are the mode literals
         )
     bus = bus or EventBus()
     store = store or SessionStore(options.db)
@@ -166,7 +166,7 @@ async def open_session(
             raise UserError(f"task {task.name!r} changed since session {record.id} was recorded; start a new session")
         model = options.model or record.model
         host, base_url = resume_server(record, model, options)
-        loop_settings = dataclasses.replace(record.settings, **options.overrides)  # type: ignore[arg-type]
+        loop_settings = dataclasses.replace(record.settings, **options.overrides)  # type: ignore[arg-type]  # LoopSettings fields by name
         done = len(store.rounds(record.id)) if options.overrides else 0  # (read only when it can matter)
         if options.overrides and done >= loop_settings.rounds:
             # It would end at once with the new settings (more candidates, say) saved for nothing. (A

@@ -67,7 +67,7 @@ class GpuPool:
         if failed:
             await self.close()
             raise GpuUnavailable(str(failed[0]))
-        self.devices = list(results)  # type: ignore[arg-type]
+        self.devices = list(results)  # type: ignore[arg-type]  # failures were raised above
         self._idle = asyncio.Queue()
         for w in self.workers:
             self._idle.put_nowait(w)

@@ -279,7 +279,7 @@ class Profiler:
                     None,
                 )
             except Exception as exc:
-                exc.case = e.label  # type: ignore[attr-defined]
+                exc.case = e.label  # type: ignore[attr-defined]  # the worker names the culprit
                 raise
         # The new values go up once, into the masters (no program reads them any more).
         self._fill_masters(task, case_seed(task, case, 0), ref.inputs)
@@ -291,7 +291,7 @@ class Profiler:
             except LibraryError as exc:
                 e.state_check = str(exc)
             except Exception as exc:
-                exc.case = e.label  # type: ignore[attr-defined]
+                exc.case = e.label  # type: ignore[attr-defined]  # the worker names the culprit
                 raise
 
     def _fill_masters(self, task: Task, seed: int, host_inputs: dict[str, Any]) -> None:

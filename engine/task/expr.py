@@ -111,7 +111,7 @@ def _eval(node: ast.AST, env: Mapping[str, int], text: str) -> int:
             value = a % b
     elif isinstance(node, ast.Call):
         args = [_eval(arg, env, text) for arg in node.args]
-        fname = node.func.id  # type: ignore[attr-defined]
+        fname = node.func.id  # type: ignore[attr-defined]  # parse() admits calls of plain names only
         if fname == "min":
             value = min(args)
         elif fname == "max":
