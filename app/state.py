@@ -437,7 +437,8 @@ class SessionView:
             c.judgement = j
         if j.label == self.best_label:
             self.best = j
-        return FOCUSED if j.label == self.focus else set()
+        changed = {LATENCY} if j.label == self.best_label else set()  # the latency pane's best line
+        return changed | (FOCUSED if j.label == self.focus else set())
 
     def _on_Notice(self, e: ev.Notice) -> set[str]:
         self._say(("warning: " if e.level == "warning" else "") + e.message)

@@ -54,6 +54,8 @@ def figures_text(view: SessionView) -> str:
         if fig.suspect:
             parts.append("SUSPECT: faster than the physical limit")
     lines = [" · ".join(parts)]
+    if best.counters is not None and best.counters.ok:  # why there are none is the validation pane's
+        lines.append(best.counters.line())
     if base is not None and not is_base:
         lines.append(f"baseline {base:.1f} us")
     lines.append(library_text(view, best.timing.median_us))

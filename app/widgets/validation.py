@@ -83,7 +83,8 @@ class ValidationPane(Vertical):
                 why = f"not validated yet ({self.view.word(c.state)})"
             set_text(summary, f"{c.label}: {why}")
             return
-        set_text(summary, f"{c.label} " + "\n".join(report_lines(j.validation)))
+        counters = [j.counters.line()] if j.counters is not None else []  # what limits it (engine/counters)
+        set_text(summary, f"{c.label} " + "\n".join(report_lines(j.validation) + counters))
         for m in j.validation.mismatches:
             size, seed = split_case(m.case)
             index = "(" + ", ".join(map(str, m.index)) + ")"
