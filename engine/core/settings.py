@@ -193,6 +193,9 @@ class CountersSettings:
     timeout_s: float = 180.0
     # Where ncu is; None: $CUDA_LLM_NCU, then PATH, then the CUDA toolkit's usual folders.
     ncu_path: str | None = None
+    # A folder that keeps ncu's raw output of every run (for a bug report, or a recorded test);
+    # None: it is read and thrown away.
+    keep_logs: str | None = None
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ BUSY_PCT = 60.0
 # The memory figure is DRAM's own when DRAM is within this of the busiest memory unit; further below,
 # the caches are what is busy.
 CACHE_MARGIN_PCT = 10.0
-# DRAM at this share of peak is about what the best streaming kernels reach (a float4 vector add
-# measured 78-90% on H100/H200): there is little left but moving fewer bytes.
-NEAR_PEAK_PCT = 80.0
+# DRAM at this share of peak is about what the best streaming kernels reach (a vector add read
+# 78% through ncu on an H100): there is little left but moving fewer bytes.
+NEAR_PEAK_PCT = 75.0
 # DRAM traffic above this multiple of the task's minimal bytes means data comes from DRAM more than
 # once (a write-allocate or a scratch buffer costs far less than half again).
 REREAD_FACTOR = 1.5

@@ -147,6 +147,10 @@ class NcuCounters:
                     )
                 returncode, stderr = outcome
                 text = log.read_text(errors="replace") if log.is_file() else ""
+                if self.settings.keep_logs and log.is_file():
+                    kept = Path(self.settings.keep_logs)
+                    kept.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(log, kept / f"{task.name}-{program.label}-{time.strftime('%H%M%S')}-{_attempt}.csv")
                 output = ncu_csv.parse(text)
                 unknown = ncu_csv.unknown_metrics(output.errors, metrics)
                 if unknown and not output.rows:

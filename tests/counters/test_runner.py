@@ -137,3 +137,16 @@ async def test_a_run_past_its_time_limit_is_stopped(fake_ncu):
     report = await collect(exe, "vector_add", timeout_s=1.0)
     assert report.unavailable == "ncu took longer than 1 s and was stopped"
     assert not report.kernels
+
+
+async def test_keep_logs_keeps_what_ncu_wrote(fake_ncu, tmp_path):
+    exe, _ = fake_ncu("vector_add_float4.csv")
+    task, program = baseline_program("vector_add")
+    kept = tmp_path / "kept"
+    settings = CountersSettings(ncu_path=str(exe), keep_logs=str(kept))
+    report = await runner.NcuCounters(settings, ValidationSettings()).collect(task, program, FAKE_DEVICE)  # type: ignore[arg-type]
+    assert report.ok
+    (log,) = kept.iterdir()
+    assert (
+        log.name.startswith("vector_add-r1-1-") and log.read_text() == (RECORDED / "vector_add_float4.csv").read_text()
+    )
