@@ -5,7 +5,7 @@ after a warm-up round. Prints the device, the wall times, the ratios and where t
 their time; --json writes it all. Targets (issue 27): 2 GPUs at least 1.8x faster than 1, 4 GPUs
 3.4x.
 
-    python -m bench.round_gpus [--gpus 1,2,4] [--repeats 5] [--cluster] [--json F]
+    python -m bench.round_gpus [--gpus 1,2,4] [--repeats 5] [--cluster] [--json F] [--md F]
 
 Each count N judges on GPUs 0..N-1 (counts beyond the host's GPUs are skipped, and said so). Every
 configuration gets the compiler processes the engine gives that many GPUs (compile_workers), the Ray
@@ -263,6 +263,34 @@ def report(runs: list[dict[str, Any]], task: str) -> None:
             print(f"  {label}: timing job {i}: {fmt_phases(p)}")
 
 
+def markdown(runs: list[dict[str, Any]], tasks: Sequence[str]) -> str:
+    """The figures as a table for docs/performance.md: a row per task and configuration."""
+    rows = [
+        "| task | path | GPUs | round (s) | compile + validate (s) | timing (s) | speedup over 1 GPU |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for task in tasks:
+        speed = ratios(runs, task)
+        for r in runs:
+            res: RoundResult = r["rounds"][task]
+            rows.append(
+                f"| {task} | {r['path']} | {r['gpus']} | {res.total_s:.3f} | {res.validate_s:.3f} | "
+                f"{res.profile_s:.3f} | {speed[_key(r)]:.2f}x |"
+            )
+    if len(tasks) > 1:
+        total = ratios(runs, None)
+        rows.append("")
+        rows.append("rounds summed: " + ", ".join(f"{k} {v:.2f}x" for k, v in total.items()))
+    devices = sorted({r["device"] for r in runs})
+    rows.append("")
+    rows.append("devices: " + "; ".join(devices))
+    return "\n".join(rows) + "\n"
+
+
+def _key(run: dict[str, Any]) -> str:
+    return f"{run['path']}:{run['gpus']}"
+
+
 def as_json(runs: list[dict[str, Any]], tasks: Sequence[str]) -> dict[str, Any]:
     return {
         "tasks": list(tasks),
@@ -279,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--cluster", action="store_true", help="also through the Ray path: a local head, one actor per GPU")
     p.add_argument("--json")
+    p.add_argument("--md", help="also write the figures as a markdown table")
     args = p.parse_args(argv)
     counts = gpu_counts(args.gpus)
     runs = run_all({"vector_add": candidates()}, counts, args.repeats, args.cluster)
@@ -286,6 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(as_json(runs, ["vector_add"]), fh, indent=2)
+    if args.md:
+        with open(args.md, "w") as fh:
+            fh.write(markdown(runs, ["vector_add"]))
     return 0
 
 

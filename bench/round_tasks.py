@@ -8,7 +8,7 @@ for matmul), as a model's replies to one prompt differ: all correct, of differen
 device, each task's times and ratios, the five rounds summed, and where the workers spent their
 time; --json writes it all.
 
-    python -m bench.round_tasks [--gpus 1,2,4] [--repeats 2] [--cluster] [--json F]
+    python -m bench.round_tasks [--gpus 1,2,4] [--repeats 2] [--cluster] [--json F] [--md F]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import re
 import sys
 from typing import Any
 
-from bench.round_gpus import as_json, candidates, gpu_counts, ratios, report, run_all
+from bench.round_gpus import as_json, candidates, gpu_counts, markdown, ratios, report, run_all
 from cuda_llm.engine.judge.judgement import Candidate
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.plan import parse_plan
@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--cluster", action="store_true", help="also through the Ray path: a local head, one actor per GPU")
     p.add_argument("--json")
+    p.add_argument("--md", help="also write the figures as a markdown table")
     args = p.parse_args(argv)
     tasks = [t for t in args.tasks.split(",") if t]
     counts = gpu_counts(args.gpus)
@@ -79,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(as_json(runs, tasks), fh, indent=2)
+    if args.md:
+        with open(args.md, "w") as fh:
+            fh.write(markdown(runs, tasks))
     return 0
 
 

@@ -33,8 +33,11 @@ async def fake_pool_env(gpus: int, ray_head):
 def test_each_configuration_validates_and_times_on_every_gpu(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(round_gpus, "open_env", fake_pool_env)
     monkeypatch.setattr(round_gpus, "gpu_counts", lambda text: [int(x) for x in text.split(",")])
-    out = tmp_path / "round.json"
-    assert round_gpus.main(["--gpus", "1,2", "--repeats", "1", "--json", str(out)]) == 0
+    out, md = tmp_path / "round.json", tmp_path / "round.md"
+    assert round_gpus.main(["--gpus", "1,2", "--repeats", "1", "--json", str(out), "--md", str(md)]) == 0
+    table = md.read_text().splitlines()
+    assert table[2].startswith("| vector_add | local | 1 |") and table[3].startswith("| vector_add | local | 2 |")
+    assert "2 x Fake H100" in md.read_text()
     data = json.loads(out.read_text())
     runs = {r["gpus"]: r for r in data["runs"]}
     one, two = runs[1]["rounds"]["vector_add"], runs[2]["rounds"]["vector_add"]
