@@ -13,7 +13,10 @@ from cuda_llm.engine.core.errors import FormatError, UserError, describe
         (UserError("no such task 'x'; `cuda-llm tasks` lists them"), "no such task 'x'; `cuda-llm tasks` lists them"),
         (FormatError("the plan is not JSON:\n  line 3: ..."), "the plan is not JSON:"),
         (KeyError("block"), "KeyError: 'block'"),
-        (RuntimeError("\x1b[31mthe actor died\x1b[0m\nTraceback (most recent call last):"), "RuntimeError: the actor died"),
+        (
+            RuntimeError("\x1b[31mthe actor died\x1b[0m\nTraceback (most recent call last):"),
+            "RuntimeError: the actor died",
+        ),
         (RuntimeError(""), "RuntimeError"),
         (UserError("   "), "UserError"),
     ],
