@@ -191,13 +191,15 @@ class Profiler:
 
     # ---- phases ----------------------------------------------------------------------------
     def _warm_up(self, entries: list[_Entry]) -> dict[str, float]:
-        """Run every entry round-robin for warmup_ms of wall time (when the clock is already up, two
-        rounds, or one on each placement if more); return each one's fastest run."""
+        """Run every entry round-robin for warmup_ms of wall time, or until NVML reads the SM clock up
+        (at least two rounds, or one on each placement if more); return each one's fastest run. Each
+        GPU of a round times its own group after a gap, so each would otherwise pay the whole
+        warmup_ms for a clock that is up after a few rounds."""
         best: dict[str, float] = {e.label: float("inf") for e in entries}
         deadline = time.monotonic() + (0.0 if self._clock_is_up() else self.s.warmup_ms / 1000)
         least = max([2, *(len(e.placements) for e in entries)])
         rounds = 0
-        while rounds < least or time.monotonic() < deadline:
+        while rounds < least or (time.monotonic() < deadline and not self._clock_is_up()):
             for e in entries:
                 if e.fault is None:
                     try:
