@@ -50,9 +50,12 @@ class PromptPane(Vertical):
         return self.query_one("#prompt-log")
 
     def on_resize(self) -> None:
-        width = self.query_one(Log).size.width
+        log = self.query_one(Log)
+        width = log.size.width
         if width and abs(width - self._width) > 2:
             self.show()
+        if self.view.follow:  # a shorter pane (the status line took a second row) keeps the end in view
+            log.scroll_end(animate=False, immediate=False)
 
     def toggle_wrap(self) -> bool:
         self.wrap = not self.wrap

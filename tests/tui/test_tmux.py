@@ -4,6 +4,8 @@ tests/tui/tmux_driver.py). Skipped cleanly where tmux is missing."""
 
 from __future__ import annotations
 
+import base64
+import re
 import shutil
 import time
 
@@ -13,7 +15,7 @@ from scripted import BROKEN_KERNEL, chunked, reply
 
 from cuda_llm.engine.store.sessions import SessionStore
 from tui.helpers import reply_for
-from tui.tmux_driver import Tmux, app_command, laid_out_for
+from tui.tmux_driver import STEP_S, Tmux, app_command, laid_out_for
 
 START_S = 60.0  # the app's first start imports Textual and compiles the baseline
 SESSION_S = 90.0
@@ -135,3 +137,39 @@ def test_resizing_a_live_run_never_loses_a_pane(tmp_path, llm_server):
         assert record.status == "stopped", (record.status, record.status_message)
     finally:
         store.close()
+
+
+def test_copy_the_wrapped_reply_and_the_resume_line(tmp_path, llm_server):
+    """At 120x40 the reply is wrapped to the pane (its long line is read whole without scrolling
+    sideways); `y` copies the kernel with OSC 52, which reaches the terminal (and through tmux the
+    person's clipboard); `q` leaves the session's id, state and resume command on the terminal."""
+    long_line = " ".join(f"word{i}" for i in range(60)) + " END-OF-THE-LONG-LINE"
+    llm_server.default = chunked(reply() + "\n" + long_line + "\n")
+    db = tmp_path / "sessions.db"
+    args = ["run", "vector_add", "--model", "ollama:loop-model", "--compile-only", "--arch", "sm_90"]
+    args += ["-N", "1", "-D", "1", "--db", str(db)]
+    raw = tmp_path / "pane.raw"
+    tmux = Tmux("copy")
+    try:
+        tmux.start(app_command(args, _env(tmp_path, llm_server.url)), (120, 40))
+        tmux.pipe(raw)
+        screen = tmux.wait_for(["finished: 1 rounds done", "END-OF-THE-LONG-LINE"], SESSION_S, "the wrapped reply")
+        lines = [line for line in screen.splitlines() if "word" in line]
+        assert len(lines) >= 2 and "word0" in lines[0] and "END-OF-THE-LONG-LINE" in lines[-1], lines
+        tmux.keys("y")
+        tmux.wait_for(["copied r1-1"], KEY_S, "the copy, said")
+        deadline = time.monotonic() + KEY_S
+        copied = None
+        while copied is None and time.monotonic() < deadline:
+            found = re.search(rb"\x1b\]52;c;([A-Za-z0-9+/=]+)(?:\x07|\x1b\\\\)", raw.read_bytes())
+            copied = base64.b64decode(found.group(1)).decode() if found else None
+            time.sleep(STEP_S)
+        assert copied is not None, "no OSC 52 sequence in the pane's raw output"
+        assert 'extern "C" __global__ void vadd4' in copied
+        tmux.keys("q")
+        tmux.wait_until(lambda _s: tmux.dead(), 20, "cuda-llm to quit")
+        # The terminal's last lines, the scrolled-off ones too, each joined back where it wrapped.
+        screen = tmux.run("capture-pane", "-p", "-J", "-S", "-100", "-t", tmux.target)
+        assert re.search(r"session 1 finished; resume it with: cuda-llm run --resume 1 --db \S+", screen), screen
+    finally:
+        tmux.kill()

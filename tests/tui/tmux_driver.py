@@ -62,6 +62,11 @@ class Tmux:
         """The screen as text (with escapes: colours and styles too, so a highlight shows)."""
         return self.run("capture-pane", "-p", *(["-e"] if escapes else []), "-t", self.target)
 
+    def pipe(self, path: Path) -> None:
+        """Append everything the program writes to its terminal, raw (escape sequences and all, as
+        tmux receives them), to `path`: what capture-pane cannot show, such as an OSC 52 copy."""
+        self.run("pipe-pane", "-o", "-t", self.target, f"cat >> {shlex.quote(str(path))}")
+
     def resize(self, width: int, height: int) -> None:
         self.run("resize-window", "-t", self.target, "-x", str(width), "-y", str(height))
 
