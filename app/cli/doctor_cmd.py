@@ -5,12 +5,10 @@ something needed for compiling (or the cluster asked about) is broken."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import platform
 import time
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,6 +32,8 @@ class Check:
 
 def _version(dist: str) -> str | None:
     try:
+        from importlib import metadata  # here: `cuda-llm --help` need not import it
+
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return None
@@ -267,6 +267,8 @@ async def _doctor(args: argparse.Namespace) -> int:
 
 
 def doctor(args: argparse.Namespace) -> int:
+    import asyncio
+
     return asyncio.run(_doctor(args))
 
 
