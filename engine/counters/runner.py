@@ -23,7 +23,7 @@ from cuda_llm.engine.core.secrets import without_secrets
 from cuda_llm.engine.core.settings import CountersSettings, ValidationSettings
 from cuda_llm.engine.counters import ncu_csv
 from cuda_llm.engine.counters.derive import derive
-from cuda_llm.engine.counters.metrics import METRICS
+from cuda_llm.engine.counters.metrics import CORE_METRICS, METRICS
 from cuda_llm.engine.counters.model import CountersReport, KernelCounters, unavailable
 from cuda_llm.engine.counters.probe import ProbeSpec, write_spec
 from cuda_llm.engine.gpu.protocol import DeviceInfo, ProgramRef
@@ -32,6 +32,9 @@ from cuda_llm.engine.task.model import Task
 NCU_ENV = "CUDA_LLM_NCU"
 # Where the CUDA toolkit puts ncu when it is not on PATH.
 NCU_FOLDERS = ("/usr/local/cuda/bin", "/opt/nvidia/nsight-compute")
+# ncu runs at most this often per candidate: the whole set, without the metrics an ncu named as
+# unknown, and the core set.
+RUNS = 3
 # The probe's stderr is kept to its last lines: its one-line error is the last.
 _STDERR_TAIL = 4000
 
@@ -103,6 +106,10 @@ def problem(output: ncu_csv.NcuOutput, returncode: int, stderr: str) -> str | No
     return f"ncu wrote no counters (exit status {returncode})"
 
 
+def _about_metrics(errors: tuple[str, ...]) -> bool:
+    return any("metric" in e.lower() for e in errors)
+
+
 def match_launches(rows: tuple[ncu_csv.NcuRow, ...], kernels: tuple[str, ...]) -> tuple[KernelCounters, ...]:
     """ncu's launches in order against the plan's: the probe runs the plan once, so the n-th profiled
     launch is the plan's n-th; a name that disagrees is matched to the next launch of that kernel."""
@@ -136,8 +143,8 @@ class NcuCounters:
         with tempfile.TemporaryDirectory(prefix="cuda-llm-counters-") as tmp:
             spec = Path(tmp) / "spec.pkl"
             write_spec(ProbeSpec(str(task.folder), program, device, self.validation), spec)
-            for _attempt in range(2):
-                log = Path(tmp) / f"ncu-{_attempt}.csv"
+            for attempt in range(RUNS):
+                log = Path(tmp) / f"ncu-{attempt}.csv"
                 remaining = self.settings.timeout_s - (time.monotonic() - started)
                 outcome = await self._run(ncu_command(ncu, metrics, log, spec), remaining)
                 if outcome is None:
@@ -150,12 +157,17 @@ class NcuCounters:
                 if self.settings.keep_logs and log.is_file():
                     kept = Path(self.settings.keep_logs)
                     kept.mkdir(parents=True, exist_ok=True)
-                    shutil.copy(log, kept / f"{task.name}-{program.label}-{time.strftime('%H%M%S')}-{_attempt}.csv")
+                    shutil.copy(log, kept / f"{task.name}-{program.label}-{time.strftime('%H%M%S')}-{attempt}.csv")
                 output = ncu_csv.parse(text)
                 unknown = ncu_csv.unknown_metrics(output.errors, metrics)
                 if unknown and not output.rows:
                     dropped += unknown
                     metrics = tuple(m for m in metrics if m not in unknown)
+                    continue
+                if not output.rows and _about_metrics(output.errors) and metrics != CORE_METRICS:
+                    # An ncu that refuses a metric without naming it: the core set it is known to read.
+                    dropped += tuple(m for m in metrics if m not in CORE_METRICS)
+                    metrics = CORE_METRICS
                     continue
                 break
         why = problem(output, returncode, stderr)

@@ -150,3 +150,12 @@ async def test_keep_logs_keeps_what_ncu_wrote(fake_ncu, tmp_path):
     assert (
         log.name.startswith("vector_add-r1-1-") and log.read_text() == (RECORDED / "vector_add_float4.csv").read_text()
     )
+
+
+async def test_a_metric_refused_without_its_name_falls_back_to_the_core_set(fake_ncu):
+    exe, state = fake_ncu("metric_refused.log", "vector_add_float4.csv")
+    report = await collect(exe, "vector_add")
+    assert report.ok and state.read_text() == "2"
+    args = json.loads(Path(f"{state}.args").read_text())
+    assert args[args.index("--metrics") + 1].split(",") == list(M.CORE_METRICS)
+    assert set(report.dropped_metrics) == set(M.METRICS) - set(M.CORE_METRICS)
