@@ -143,5 +143,5 @@ _METRIC_NAME = re.compile(r"[a-z0-9]+__[A-Za-z0-9_.]+")
 def unknown_metrics(errors: tuple[str, ...], asked: tuple[str, ...]) -> tuple[str, ...]:
     """The metrics an ncu error line says it does not know (an older or newer ncu than ours): they are
     dropped and the run repeated, rather than losing every counter to one name."""
-    named = {m for line in errors if "metric" in line.lower() for m in _METRIC_NAME.findall(line)}
+    named = {m.rstrip(".") for line in errors if "metric" in line.lower() for m in _METRIC_NAME.findall(line)}
     return tuple(m for m in asked if m in named)

@@ -77,3 +77,5 @@ def test_an_unknown_metric_is_named_so_it_can_be_dropped():
     out = ncu_csv.parse(text("unknown_metric.log"))
     assert ncu_csv.unknown_metrics(out.errors, M.METRICS) == (M.ST_BYTES_USED,)
     assert ncu_csv.unknown_metrics(ncu_csv.parse(text("not_permitted.log")).errors, M.METRICS) == ()
+    sentence = (f"Failed to find metric {M.L2_BYTES}.",)  # a name at the end of a sentence
+    assert ncu_csv.unknown_metrics(sentence, M.METRICS) == (M.L2_BYTES,)
