@@ -5,6 +5,7 @@ difference), and the judge's profiling of the same candidate for scale. Median o
 warm-up. Prints a table, the device and ncu's version; never asserts a time.
 
     python -m bench.counters_cost [--tasks vector_add matrix_transpose ...] [--repeats 3] [--json out.json]
+                                  [--keep-logs DIR]
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cuda_llm.engine.core.settings import Settings
+from cuda_llm.engine.core.settings import CountersSettings, Settings
 from cuda_llm.engine.counters.probe import ProbeSpec, write_spec
 from cuda_llm.engine.counters.runner import find_ncu
 from cuda_llm.engine.fsr.judging import open_environment
@@ -43,8 +44,8 @@ def _ncu_version(settings: Settings) -> str:
     return out[-1] if out else ncu
 
 
-async def measure(names: list[str], repeats: int) -> tuple[list[dict], str, str]:
-    settings = Settings()
+async def measure(names: list[str], repeats: int, keep_logs: str | None = None) -> tuple[list[dict], str, str]:
+    settings = Settings(counters=CountersSettings(keep_logs=keep_logs))
     env = await open_environment(settings, gpus="0")
     if env.gpu is None or env.device is None:
         raise SystemExit(f"counters need a GPU: {env.notice}")
@@ -100,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", nargs="+", default=list(DEFAULT_TASKS))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", help="also write the rows here")
+    parser.add_argument("--keep-logs", metavar="DIR", help="keep ncu's raw output of every run here")
     args = parser.parse_args(argv)
-    rows, device, ncu = asyncio.run(measure(args.tasks, args.repeats))
+    rows, device, ncu = asyncio.run(measure(args.tasks, args.repeats, args.keep_logs))
     print(f"counters step per candidate on {device}, {ncu}; median of {args.repeats} after a warm-up\n")
     print("| task | launches | kernel (us) | counters step (s) | probe alone (s) | ncu adds (s) | profiling (s) |")
     print("|---|---|---|---|---|---|---|")
