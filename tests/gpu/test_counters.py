@@ -97,7 +97,7 @@ def test_the_naive_matmul_re_reads_and_the_tiled_one_reads_far_less(gpu):
     naive = counters(gpu, "matmul", label="baseline")
     assert {"rereads", "cache_rereads"} & set(kinds(naive)), naive.summary
     tiled = heldout(gpu, "matmul_tiled64", "matmul")
-    assert tiled.kernels[0].get(M.L2_BYTES) < naive.kernels[0].get(M.L2_BYTES) / 4
+    assert tiled.kernels[0].get(M.L2_BYTES) < naive.kernels[0].get(M.L2_BYTES) / 2
     assert tiled.kernels[0].duration_us < naive.kernels[0].duration_us
 
 
