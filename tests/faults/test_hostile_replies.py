@@ -46,7 +46,7 @@ extern "C" __global__ void vector_add(const float* a, const float* b, float* c, 
 PATH_PLAN = {
     "launches": [{"kernel": "vector_add", "grid": ["cdiv(n, 256)"], "block": [256], "args": ["a", "b", "c", "n"]}]
 }
-# 2 x 64K constexpr entries: megabytes of PTX from a few hundred bytes.
+# 2 x 64K constexpr entries: megabytes of PTX from a reply under 1 KB.
 BIG_KERNEL = (
     "struct Table { unsigned v[65536]; __host__ __device__ constexpr Table() : v() {\n"
     "  for (unsigned i = 0; i < 65536; ++i) v[i] = i * 2654435761u; } };\n"
@@ -139,7 +139,7 @@ def test_no_host_path_in_any_output_of_a_reply_that_includes_a_header(tmp_path, 
 
 @pytest.mark.fault(
     GROUP,
-    "a 500-byte reply that compiles to megabytes of PTX (two 64K-entry constexpr tables in __device__ globals)",
+    "a reply under 1 KB that compiles to megabytes of PTX (two 64K-entry constexpr tables in __device__ globals)",
     "the PTX cut to 1 MiB with a note in eval --json and the database; a session's records bounded",
 )
 def test_a_reply_that_makes_megabytes_of_ptx_is_cut_everywhere(tmp_path, llm_server, observed):
