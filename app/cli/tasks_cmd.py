@@ -14,6 +14,8 @@ SHADOW_MARK = "*"
 DEFAULT_COLUMNS = 100
 # A summary is cut no shorter than this, however narrow the terminal: a few words still say something.
 MIN_SUMMARY = 20
+# The timing-size column (e.g. "bh=32 sq=1024 sk=1024 d=64") is cut to fit too, no shorter than this.
+SIZE_COLUMN, MIN_SIZE = 2, 16
 
 
 def _si(n: float) -> str:
@@ -41,9 +43,21 @@ def _fitted(rows: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
     if not rows:
         return rows
     columns = shutil.get_terminal_size((DEFAULT_COLUMNS, 24)).columns
-    fixed = sum(max(len(str(r[i])) for r in rows) + 2 for i in range(len(rows[0]) - 1))
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    # The summary gives way first, down to MIN_SUMMARY; then the timing size (its sizes are in --json).
+    over = sum(w + 2 for w in widths[:-1]) + MIN_SUMMARY + 1 - columns
+    size_room = max(MIN_SIZE, widths[SIZE_COLUMN] - max(0, over))
+    fixed = sum(w + 2 for w in widths[:-1]) - widths[SIZE_COLUMN] + min(widths[SIZE_COLUMN], size_room)
     room = max(MIN_SUMMARY, columns - fixed - 1)
-    return [(*r[:-1], r[-1] if len(r[-1]) <= room else r[-1][: room - 3].rstrip() + "...") for r in rows]
+    return [
+        tuple(_cut(cell, size_room) if i == SIZE_COLUMN else _cut(cell, room) if i == len(r) - 1 else cell
+              for i, cell in enumerate(r))
+        for r in rows
+    ]  # fmt: skip
+
+
+def _cut(text: str, room: int) -> str:
+    return text if len(text) <= room else text[: room - 3].rstrip() + "..."
 
 
 def list_tasks(args: argparse.Namespace) -> int:
