@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_llm.engine.core.paths import user_config_dir
+from cuda_llm.engine.core.settings import KNOBS
 
 CONFIG_FILE = "tui.toml"
 STATE_FILE = "tui-state.toml"  # beside the config: what the app remembers; the config stays the user's
@@ -62,11 +63,12 @@ class AppConfig:
     task: str | None = None
     model: str | None = None
     endpoint: str | None = None  # the named endpoint the model was picked from, if any
-    candidates: int = 4
-    rounds: int = 5
-    repairs: int = 3
-    patience: int = 3  # 0: never stop for lack of progress
-    target_roofline: float = 0.9  # 0: never stop at a roofline share
+    # The loop's knobs start at the engine's defaults (engine/core/settings.py LOOP_KNOBS).
+    candidates: int = int(KNOBS["candidates"].default)
+    rounds: int = int(KNOBS["rounds"].default)
+    repairs: int = int(KNOBS["repairs"].default)
+    patience: int = int(KNOBS["patience"].default)  # 0: never stop for lack of progress
+    target_roofline: float = float(KNOBS["target_roofline"].default)  # 0: never stop at a roofline share
     auto_accept: bool = False  # the TUI's point is to review; headless runs accept everything
     theme: str = "cuda-dark"
     # A Ray cluster to judge on (ray://HOST:10001, or auto on one of its nodes); --cluster overrides it.

@@ -15,6 +15,7 @@ from typing import Any
 
 from cuda_llm.app.cli.argtypes import arch, non_negative_float, non_negative_int, positive_float, positive_int
 from cuda_llm.app.cli.output import error, print_json
+from cuda_llm.engine.core.settings import LOOP_KNOBS, Knob
 
 # engine/core/settings.py's COUNTERS_MODES, spelled here so that --help imports no engine module.
 COUNTERS_CHOICES = ("off", "best", "all")
@@ -38,18 +39,9 @@ def add_session_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--num-ctx", type=positive_int, help="ollama context window")
     g.add_argument("--max-tokens", type=positive_int, help="cut a reply after this many tokens")
     loop = p.add_argument_group("loop")
-    loop.add_argument("--rounds", "-D", type=int, help="optimisation rounds (default 5)")
-    loop.add_argument("--candidates", "-N", type=int, help="candidates per request (default 4)")
-    loop.add_argument("--repairs", "-R", type=int, help="repair requests per round (default 3)")
-    loop.add_argument(
-        "--patience", "-K", type=non_negative_int, help="stop after K rounds without a new best (default 3; 0: never)"
-    )
-    loop.add_argument(
-        "--target-roofline",
-        type=non_negative_float,
-        help="stop when the best reaches this share of the achievable roofline (our probes' measured ceilings, "
-        "not the physical limit; default 0.9; 0: never)",
-    )
+    for knob in LOOP_KNOBS:  # N, D, R, K and the target, declared in engine/core/settings.py
+        names = [knob.flag, knob.short] if knob.short else [knob.flag]
+        loop.add_argument(*names, type=_knob_type(knob), help=knob.help_text())
     loop.add_argument("--token-budget", type=positive_int, help="stop after this many tokens")
     loop.add_argument("--time-budget", type=positive_float, help="stop after this many seconds")
     dev = p.add_argument_group("device")
@@ -85,21 +77,22 @@ def add_session_arguments(p: argparse.ArgumentParser) -> None:
 def loop_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """LoopSettings fields the user gave explicitly."""
     out: dict[str, object] = {}
-    for name, field in (
-        ("rounds", "rounds"),
-        ("candidates", "candidates"),
-        ("repairs", "repairs"),
-        ("token_budget", "token_budget"),
-        ("time_budget", "time_budget_s"),
-    ):
+    plain = [(k.field, k.field) for k in LOOP_KNOBS if not k.zero_is_never]
+    for name, field in (*plain, ("token_budget", "token_budget"), ("time_budget", "time_budget_s")):
         value = getattr(args, name, None)
         if value is not None:
             out[field] = value
-    if getattr(args, "patience", None) is not None:
-        out["patience"] = args.patience or None
-    if getattr(args, "target_roofline", None) is not None:
-        out["target_roofline"] = args.target_roofline or None
+    for knob in (k for k in LOOP_KNOBS if k.zero_is_never):  # 0: never
+        if getattr(args, knob.field, None) is not None:
+            out[knob.field] = getattr(args, knob.field) or None
     return out
+
+
+def _knob_type(knob: Knob):
+    """A knob's argument type: 0 allowed (it means never) where it says so, plain numbers otherwise."""
+    if knob.zero_is_never:
+        return non_negative_int if knob.kind is int else non_negative_float
+    return knob.kind
 
 
 def loop_settings(args: argparse.Namespace):

@@ -240,9 +240,68 @@ class LoopSettings:
     def validate(self) -> None:
         from cuda_llm.engine.core.errors import UserError
 
-        if self.candidates < 1 or self.candidates > 32:
-            raise UserError(f"--candidates must be between 1 and 32, got {self.candidates}")
-        if self.rounds < 1:
-            raise UserError(f"--rounds must be at least 1, got {self.rounds}")
-        if self.repairs < 0:
-            raise UserError(f"--repairs must not be negative, got {self.repairs}")
+        for knob in LOOP_KNOBS:
+            problem = knob.problem(getattr(self, knob.field))
+            if problem:
+                raise UserError(f"{knob.flag} {problem}")
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One of the loop's knobs as the CLI, the TUI's start screen and its config all offer it: the
+    LoopSettings field, the paper's letter, the flag, the help (its default is added from
+    LoopSettings) and the range a value must be in."""
+
+    field: str
+    letter: str | None  # the paper's name: N, D, R, K
+    flag: str
+    short: str | None
+    help: str
+    kind: type  # int or float
+    low: float | None = None
+    high: float | None = None
+    zero_is_never: bool = False  # 0 on the command line or the start screen: None (no limit)
+
+    @property
+    def default(self) -> int | float | bool:
+        """LoopSettings' default, as the CLI and the start screen show it (None: 0, "never")."""
+        value = getattr(LoopSettings(), self.field)
+        return 0 if value is None and self.zero_is_never else value
+
+    def help_text(self) -> str:
+        """The flag's help, its default said where the help has DEFAULT, else at its end."""
+        said = f"default {self.default:g}" + ("; 0: never" if self.zero_is_never else "")
+        return self.help.replace("DEFAULT", said) if "DEFAULT" in self.help else f"{self.help} ({said})"
+
+    def problem(self, value: int | float | None) -> str | None:
+        """Why `value` is out of range (worded for a flag), or None."""
+        if value is None:
+            return None
+        if self.low is not None and self.high is not None and not self.low <= value <= self.high:
+            return f"must be between {self.low:g} and {self.high:g}, got {value}"
+        if self.low is not None and value < self.low:
+            return (
+                f"must not be negative, got {value}" if self.low == 0 else f"must be at least {self.low:g}, got {value}"
+            )
+        return None
+
+
+# The loop's knobs, declared once: app/cli/run_cmd.py makes its flags of them, the TUI's start screen
+# and config (app/config.py) take their defaults from them, LoopSettings.validate their ranges.
+LOOP_KNOBS: tuple[Knob, ...] = (
+    Knob("rounds", "D", "--rounds", "-D", "optimisation rounds", int, low=1),
+    Knob("candidates", "N", "--candidates", "-N", "candidates per request", int, low=1, high=32),
+    Knob("repairs", "R", "--repairs", "-R", "repair requests per round", int, low=0),
+    Knob("patience", "K", "--patience", "-K", "stop after K rounds without a new best", int, zero_is_never=True),
+    Knob(
+        "target_roofline",
+        None,
+        "--target-roofline",
+        None,
+        "stop when the best reaches this share of the achievable roofline (our probes' measured ceilings, "
+        "not the physical limit; DEFAULT)",
+        float,
+        zero_is_never=True,
+    ),
+)
+KNOBS = {knob.field: knob for knob in LOOP_KNOBS}
