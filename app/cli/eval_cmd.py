@@ -252,7 +252,9 @@ async def _evaluate(args: argparse.Namespace) -> int:
         return 2
     finally:
         await env.close()
-    device = f"{env.device.name} ({env.arch})" if env.device else f"no GPU, compile-only ({env.arch})"
+    from cuda_llm.engine.gpu.protocol import device_label
+
+    device = device_label(env.device, env.arch) if env.device else f"no GPU, {device_label(None, env.arch)}"
     notes = source.notes if source is not None else ()
     if args.json:
         from cuda_llm.app.cli.yardstick import library_record

@@ -26,7 +26,7 @@ from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller, Decision, Edit
 from cuda_llm.engine.fsr.prompt import PromptBuilder, Rejection
 from cuda_llm.engine.gpu.client import GpusLost
-from cuda_llm.engine.gpu.protocol import Timing
+from cuda_llm.engine.gpu.protocol import Timing, device_label
 from cuda_llm.engine.judge.judge import Judge
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Candidate, Compiled, Judgement
 from cuda_llm.engine.judge.metrics import ROOFLINE_NAME, figures
@@ -110,11 +110,7 @@ class FsrLoop:
     # ---- the session -------------------------------------------------------------------------------
     async def run(self, resumed: bool = False) -> SessionResult:
         task = self.judge.task
-        device = (
-            f"{self.judge.device.name} ({self.judge.arch})"
-            if self.judge.device
-            else f"compile-only ({self.judge.arch})"
-        )
+        device = device_label(self.judge.device, self.judge.arch)
         self.emit(ev.SessionStarted(self.sid, task.name, self.provider.spec, device, self.settings, resumed))
         # A cluster's GPUs lost, gone or back are said as it happens (engine/cluster/cluster_pool.py).
         listen = getattr(self.judge.gpu, "listen", None)

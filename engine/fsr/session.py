@@ -19,6 +19,7 @@ from cuda_llm.engine.fsr.events import EventBus
 from cuda_llm.engine.fsr.judging import open_environment
 from cuda_llm.engine.fsr.loop import FsrLoop, SessionResult
 from cuda_llm.engine.fsr.prompt import PromptBuilder
+from cuda_llm.engine.gpu.protocol import device_label
 from cuda_llm.engine.judge.judge_environment import JudgeEnvironment
 from cuda_llm.engine.llm.base import ModelProvider
 from cuda_llm.engine.llm.preflight import check_model
@@ -196,7 +197,7 @@ async def open_session(
         settings, options.arch, options.compile_only, options.gpu, options.cluster
     )
     try:
-        device = f"{env.device.name} ({env.arch})" if env.device else f"compile-only ({env.arch})"
+        device = device_label(env.device, env.arch)
         judge = env.judge(task, settings)
         if options.resume is None:
             # A baseline that does not compile is the task author's to fix, one line naming the file and

@@ -48,6 +48,16 @@ class DeviceInfo:
         return self.memory_clock_mhz * 1e6 * 2 * self.memory_bus_bits / 8
 
 
+COMPILE_ONLY = "compile-only"
+
+
+def device_label(device: DeviceInfo | None, arch: str) -> str:
+    """What a session judges on, as it is shown and recorded: "NVIDIA H200 (sm_90)", or
+    "compile-only (sm_90)" with no GPU. Built here only; whether a session ran compile-only is a fact
+    of its own (the environment's `compile_only`), not something to read back from this text."""
+    return f"{device.name} ({arch})" if device else f"{COMPILE_ONLY} ({arch})"
+
+
 # Characters of a Ray node id shown to tell nodes apart (`ray list nodes` shows the whole id; 8 hex
 # digits make a clash between the nodes of one cluster unlikely).
 NODE_ID_CHARS = 8
