@@ -1,5 +1,6 @@
 """The Compilation Verifier: NVRTC compiles a candidate's device code to a cubin for the GPU's own
-architecture, and what the compiler says goes back to the model (docs/architecture.md, "The reply contract" and "Judging").
+architecture, and what the compiler says goes back to the model (docs/architecture.md, "The reply
+contract" and "Judging").
 
 Importing this package loads no NVRTC: the compiler processes do, and the engine's first include-policy
 check does, to find the headers whose macros it checks (header_macros.py); it compiles nothing.

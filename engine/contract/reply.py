@@ -1,8 +1,8 @@
 """Split a model's reply into its explanation, its CUDA source and its launch plan.
 
 A reply holds exactly one fenced code block with the kernels and one fenced ```json launch plan
-(docs/architecture.md, "The reply contract"). Models wrap those in prose, label fences loosely and get cut off mid-reply;
-this module is tolerant of the prose and strict about the blocks, and every FormatError says what
+(docs/architecture.md, "The reply contract"). Models wrap those in prose, label fences loosely and
+get cut off mid-reply; this module is tolerant of the prose and strict about the blocks, and every FormatError says what
 was found, where, and what to send instead.
 """
 
