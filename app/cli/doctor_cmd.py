@@ -161,6 +161,18 @@ async def check_gpu() -> tuple[list[Check], str | None]:
     return checks, info.arch
 
 
+def check_counters() -> Check:
+    """Where ncu is, for the counters step (engine/counters); whether this user may read the counters
+    shows at the first run, as one line (it needs a GPU and seconds)."""
+    from cuda_llm.engine.core.settings import CountersSettings
+    from cuda_llm.engine.counters.runner import NO_NCU, find_ncu
+
+    ncu = find_ncu(CountersSettings())
+    if ncu is None:
+        return Check("ncu", "warn", f"{NO_NCU}; without it there is no 'what limits it' line")
+    return Check("ncu", "ok", f"{ncu}: hardware counters say what limits each round's best")
+
+
 def check_nvml() -> Check:
     from cuda_llm.engine.gpu.telemetry import Nvml, list_gpus
 
@@ -251,6 +263,7 @@ async def _doctor(args: argparse.Namespace) -> int:
     checks.append(await check_sandbox())
     checks += gpu_checks
     checks.append(check_nvml())
+    checks.append(check_counters())
     if getattr(args, "cluster", None):
         from cuda_llm.engine.cluster.doctor import cluster_rows
 

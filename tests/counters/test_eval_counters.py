@@ -50,3 +50,16 @@ def test_run_offers_the_engine_s_counters_modes():
     from cuda_llm.engine.core.settings import COUNTERS_MODES
 
     assert COUNTERS_CHOICES == COUNTERS_MODES
+
+
+def test_doctor_says_where_ncu_is_or_that_it_is_missing(tmp_path, monkeypatch):
+    from cuda_llm.app.cli.doctor_cmd import check_counters
+
+    monkeypatch.setenv("CUDA_LLM_NCU", str(tmp_path / "missing-ncu"))
+    missing = check_counters()
+    assert missing.status == "warn" and "ncu (Nsight Compute) was not found" in missing.detail
+    ncu = tmp_path / "ncu"
+    ncu.write_text("#!/bin/sh\n")
+    monkeypatch.setenv("CUDA_LLM_NCU", str(ncu))
+    found = check_counters()
+    assert found.status == "ok" and found.detail.startswith(str(ncu))
