@@ -63,3 +63,20 @@ def test_doctor_says_where_ncu_is_or_that_it_is_missing(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_LLM_NCU", str(ncu))
     found = check_counters()
     assert found.status == "ok" and found.detail.startswith(str(ncu))
+
+
+def test_the_headless_run_prints_a_counters_line():
+    import io
+
+    from cuda_llm.app.cli.progress import ProgressPrinter
+    from cuda_llm.engine.fsr import events as ev
+    from cuda_llm.engine.judge.judgement import Judgement
+
+    report = derive(kernels("transpose_naive.csv", ("matrix_transpose",)), min_bytes("matrix_transpose"), 132)
+    out = io.StringIO()
+    printer = ProgressPrinter(out, live=False)
+    printer(ev.CountersRead(1, 2, Judgement("r2-1", "correct", "correct", counters=report), True))
+    printer(ev.CountersRead(1, 3, Judgement("r3-1", "correct", "correct", counters=unavailable("no ncu here")), True))
+    first, second = out.getvalue().splitlines()
+    assert first.startswith("  counters of r2-1 (0.0 s): what limits it: memory-bound on the L1/L2 caches")
+    assert second == "  counters unavailable: no ncu here; the session goes on without them"
