@@ -199,6 +199,11 @@ class GpuActor(_OnNode):
     async def peaks(self, force: bool = False) -> Any:
         return await (await self._started()).peaks(force)
 
+    async def placed(self) -> bool:
+        """Answers as soon as Ray has placed the actor on a GPU, before its worker starts: what tells a
+        GPU another job holds (no answer) from a worker slow to start."""
+        return True
+
     async def worker_restarts(self) -> int:
         """How often this GPU's worker process was restarted (after a crash or a hang)."""
         return self.worker.restarts if self.worker is not None else 0

@@ -77,8 +77,7 @@ def _actor_class(**options: Any) -> Any:
 async def _start_one(handle: Any, timeout_s: float) -> tuple[DeviceInfo, RanOn] | str:
     from ray.exceptions import RayError
 
-    call = asyncio.ensure_future(handle.start.remote())
-    call.add_done_callback(_quietly)
+    call = _uncancelled(handle.start.remote())
     try:
         # Shielded: a wait that times out leaves Ray's own future alone (cancelled, a Ray client's
         # future raises InvalidStateError when the answer arrives, with a traceback on stderr).
@@ -297,21 +296,28 @@ async def _accelerator_type(model: str | None) -> str | None:
 
 
 async def _answers(handles: list[Any], cluster: ClusterSettings) -> list[tuple[DeviceInfo, RanOn] | str | None]:
-    """Each actor's answer to start(), or None for one still waiting for its GPU (taken by another
-    job since Ray counted it free) once ClusterSettings.placement_grace_s has passed without an
-    answer. The waits are not cancelled (a Ray client then logs InvalidStateError tracebacks): their
-    actors are ended, and what they answer later is dropped."""
-    jobs = [asyncio.ensure_future(_start_one(h, cluster.start_timeout_s)) for h in handles]
-    pending = set(jobs)
-    while pending:
-        done, pending = await asyncio.wait(
-            pending, timeout=cluster.placement_grace_s, return_when=asyncio.FIRST_COMPLETED
-        )
-        if not done:
-            break
-    for job in pending:
-        job.add_done_callback(_quietly)
-    return [job.result() if job not in pending else None for job in jobs]
+    """Each actor's answer to start(), or None for one Ray has not placed on a GPU within
+    ClusterSettings.placement_grace_s (another job took it since Ray counted it free). Placement is
+    asked first, so a worker slow to start is never taken for a GPU held. The waits are never
+    cancelled (a Ray client then logs InvalidStateError tracebacks): unplaced actors are ended by the
+    caller, and what they answer later is dropped."""
+    placed = [_uncancelled(h.placed.remote()) for h in handles]
+    await asyncio.wait(placed, timeout=cluster.placement_grace_s)
+    starts = {
+        i: asyncio.ensure_future(_start_one(h, cluster.start_timeout_s))
+        for i, (h, p) in enumerate(zip(handles, placed, strict=True))
+        if p.done()
+    }
+    if starts:
+        await asyncio.wait(starts.values())
+    return [starts[i].result() if i in starts else None for i in range(len(handles))]
+
+
+def _uncancelled(ref: Any) -> asyncio.Future[Any]:
+    """A Ray call as a future whose outcome, if nobody waits for it any more, is dropped quietly."""
+    call = asyncio.ensure_future(ref)
+    call.add_done_callback(_quietly)
+    return call
 
 
 def _quietly(job: asyncio.Future[Any]) -> None:

@@ -134,7 +134,7 @@ async def test_a_gpu_whose_worker_no_longer_starts_is_taken_out_and_a_faulty_job
         assert all(v.status == "correct" and v.ran_on.node_id != broken for v in verdicts)
         states = {m.ran_on.node_id: m.state for m in pool.members}
         assert states.pop(broken) == "dead" and set(states.values()) == {"ready"}
-        assert any("gone: GpuUnavailable" in e for e in pool.events), pool.events
+        assert any("gone: GPU worker could not start: the GPU fell off the bus" in e for e in pool.events), pool.events
         bug = dataclasses.replace(baseline, candidate=dataclasses.replace(baseline.candidate, label="bug-1"))
         verdict = await judge.validate(bug)
         assert verdict.status == "crashed" and "the GPU's actor failed: ValueError: a bug in the job" in verdict.message
