@@ -123,3 +123,45 @@ def test_the_poison_written_is_the_poison_recognised(dtype):
     exact = dataclasses.replace(TaskLibrary().get("vector_add").tolerance, scale="exact", rtol=0.0, atol=0.0)
     result = compare_output("out", expected, buf, exact)
     assert (result.wrong, result.unwritten) == (64, 64)
+
+
+@pytest.mark.parametrize(
+    ("name", "peak", "physical"),
+    [
+        ("matmul", FAKE_PEAKS_SLOW.fp32_flops, FAKE_PEAKS_SLOW.fp32_physical),
+        # The tensor cores' rate is a datasheet figure: the achievable and the physical floor agree.
+        ("gemm_fp16", FAKE_PEAKS_SLOW.fp16_tensor_flops, FAKE_PEAKS_SLOW.fp16_tensor_flops),
+    ],
+)
+def test_a_compute_bound_task_is_floored_by_its_own_unit(name, peak, physical):
+    """Each unit's rate sets the floor of the tasks that use it (the mutation run found no test of a
+    compute-bound floor: vector_add is memory-bound, so a wrong unit changed nothing there)."""
+    gemm = TaskLibrary().get(name)
+    nbytes, flops = gemm.bytes_and_flops(gemm.timing)
+    assert flops / peak > nbytes / FAKE_PEAKS_SLOW.bandwidth  # compute-bound on these peaks
+    t = 2 * flops / physical * 1e6  # twice the physical floor: honest, not suspect
+    timing = Timing("r1-1", t, t * 0.99, t * 1.01, t * 0.98, 50, 0, "events", 1, None)
+    fig = figures(gemm, timing, FAKE_PEAKS_SLOW, None, Settings().profile.suspect_physical_share)
+    assert fig.bound == "compute"
+    assert fig.floor_us == pytest.approx(flops / peak * 1e6)
+    assert fig.physical_floor_us == pytest.approx(flops / physical * 1e6)
+    assert fig.physical_share == pytest.approx(0.5) and fig.suspect is None
+
+
+def test_a_memory_bound_task_is_floored_by_the_bandwidth(task):
+    nbytes, _ = task.bytes_and_flops(task.timing)
+    t = 1000.0
+    timing = Timing("r1-1", t, t * 0.99, t * 1.01, t * 0.98, 50, 0, "events", 1, None)
+    fig = figures(task, timing, FAKE_PEAKS_SLOW, timing)
+    assert fig.bound == "memory"
+    assert fig.floor_us == pytest.approx(nbytes / FAKE_PEAKS_SLOW.bandwidth * 1e6)
+    assert fig.physical_floor_us == pytest.approx(nbytes / FAKE_PEAKS_SLOW.bandwidth_physical * 1e6)
+    assert fig.speedup == 1.0
+
+
+def test_without_the_setting_any_time_under_the_physical_floor_is_suspect(task):
+    """figures()'s own default (callers pass the setting) is the physical floor itself."""
+    nbytes, _ = task.bytes_and_flops(task.timing)
+    t = nbytes / FAKE_PEAKS_SLOW.bandwidth_physical * 1e6 / 1.5
+    timing = Timing("r1-1", t, t * 0.99, t * 1.01, t * 0.98, 50, 0, "events", 1, None)
+    assert figures(task, timing, FAKE_PEAKS_SLOW, None).suspect is not None
