@@ -3,7 +3,7 @@ on; the tests named beside it must fail on it. Each mutant is applied to a copy 
 checkout itself is never touched), and the copy's tests run with PYTHONPATH pointing at the copy.
 
     python bench/named_mutants.py            # the CPU mutants, with the CPU tests that kill them
-    python bench/named_mutants.py --gpu      # also the device-side ones, with GPU tests (needs a GPU)
+    python bench/named_mutants.py --gpu      # the device-side ones, with GPU tests (needs a GPU)
 
 Prints one line a mutant (killed / SURVIVED / not applied) and exits 1 if any survived or could not
 be applied. First the unmutated copy runs every listed test: they must pass, or nothing is measured.
@@ -105,13 +105,19 @@ MUTANTS = (
 
 
 def checkout_copy(dest: Path) -> None:
-    """The checkout's files as they are now (tracked and untracked, not ignored), without .git."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-    ).stdout.split(b"\0")
+    """The checkout's files as they are now (tracked and untracked, not ignored), without .git; where
+    there is no git (a copy of the tree on a GPU machine), the whole tree less caches and wheels."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        ).stdout.split(b"\0")
+    except (OSError, subprocess.CalledProcessError):
+        skip = shutil.ignore_patterns(".git", ".venv", ".device-wheels", "__pycache__", "*.egg-info", ".*cache")
+        shutil.copytree(ROOT, dest, ignore=skip)
+        return
     for rel in filter(None, listed):
         src = ROOT / os.fsdecode(rel)
         if src.is_file():
@@ -131,10 +137,10 @@ def run_tests(copy: Path, tests: tuple[str, ...], gpu: bool) -> tuple[int, float
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gpu", action="store_true", help="also the device-side mutants (GPU tests)")
+    parser.add_argument("--gpu", action="store_true", help="the device-side mutants (GPU tests) instead")
     parser.add_argument("--only", help="run the mutants whose name contains this")
     args = parser.parse_args()
-    mutants = [m for m in MUTANTS if (args.gpu or not m.gpu) and (not args.only or args.only in m.name)]
+    mutants = [m for m in MUTANTS if m.gpu == args.gpu and (not args.only or args.only in m.name)]
     bad = 0
     with tempfile.TemporaryDirectory(prefix="cuda-llm-mutant-") as tmp:
         copy = Path(tmp) / "checkout"
