@@ -102,3 +102,22 @@ async def test_a_resume_right_after_a_kill_9_of_a_client_gets_its_gpu_back():
         if driver is not None and driver.poll() is None:
             driver.kill()
         cluster.shutdown()
+
+
+async def test_a_gpu_model_asked_for_places_actors_on_that_type_only():
+    from ray_nodes import add_gpu_node
+
+    require_ray()
+    cluster = start_cluster(1, head_gpus=0)
+    try:
+        h100 = add_gpu_node(cluster, resources={"accelerator_type:H100": 1})
+        add_gpu_node(cluster, resources={"accelerator_type:A100": 1})
+        env = await open_cluster_environment(
+            Settings(), cluster.address, gpus="H100", worker_factory=FakeGpuFactory(), cluster=QUIET
+        )
+        try:
+            assert [m.ran_on.node_id for m in env.gpu.members] == [h100.node_id], "Ray placed it on the H100"
+        finally:
+            await env.close()
+    finally:
+        cluster.shutdown()
