@@ -163,7 +163,8 @@ async def start_fleet(
             + (f" ({held_by})" if held_by else "")
             + "; run again when one is free"
         )
-    accelerator = await _accelerator_type(model)
+    accelerator, of_type = await _accelerator_type(model)
+    count = free if accelerator is None else min(free, of_type)  # no actor waits for another model's GPU
     # The actor restarts when its process dies (max_restarts=-1), on its node or wherever a GPU
     # frees up; requests are not retried by Ray (max_task_retries=0): the pool re-queues them itself,
     # so a job never runs twice unnoticed. num_cpus=0: the GPU worker's time is the GPU's.
@@ -178,7 +179,7 @@ async def start_fleet(
         _actor_class(**options, name=f"{prefix}:gpu{i}", namespace=ACTOR_NAMESPACE).remote(
             cuda_llm.__version__, settings_blob, factory_blob
         )
-        for i in range(free)
+        for i in range(count)
     ]
     answers = await _answers(handles, cluster)
     members, refused, unusable = [], [], []
@@ -190,7 +191,7 @@ async def start_fleet(
         else:
             members.append(Member(handle, *answer))
     await kill(unusable, cluster.close_timeout_s)
-    held = total - free + answers.count(None)
+    held = total - free + answers.count(None)  # (GPUs of other models left free are not held)
     if not members:
         if answers.count(None) == len(answers):
             raise ClusterError(
@@ -282,17 +283,22 @@ async def _freed(free: int, total: int, within_s: float) -> int:
 ORPHAN_POLL_S = 0.25
 
 
-async def _accelerator_type(model: str | None) -> str | None:
+async def _accelerator_type(model: str | None) -> tuple[str | None, int]:
     """Ray's name of the GPU type `model` (part of a name, e.g. H100) asks for, where its nodes say
-    one (their accelerator_type resource); None otherwise (the GPUs' own names decide after start)."""
+    one (their accelerator_type resource), and how many GPUs the cluster has of it; (None, 0) where
+    they do not (the GPUs' own names decide after start)."""
     if not model:
-        return None
+        return None, 0
     from cuda_llm.engine.cluster.connection import nodes
 
-    known = {n.accelerator for n in await nodes() if n.accelerator and n.gpus}
+    found = [n for n in await nodes() if n.accelerator and n.gpus]
     wanted = model.lower()
-    matches = sorted(k for k in known if k.lower() in wanted or wanted in k.lower())
-    return matches[0] if len(matches) == 1 else None
+    matches = sorted(
+        {n.accelerator for n in found if n.accelerator.lower() in wanted or wanted in n.accelerator.lower()}
+    )
+    if len(matches) != 1:
+        return None, 0
+    return matches[0], sum(int(n.gpus) for n in found if n.accelerator == matches[0])
 
 
 async def _answers(handles: list[Any], cluster: ClusterSettings) -> list[tuple[DeviceInfo, RanOn] | str | None]:
