@@ -430,12 +430,14 @@ def test_a_replay_that_runs_out_of_replies_points_to_a_model_not_to_itself(tmp_p
 
 @pytest.mark.parametrize("kind", ["ollama", "openai"])
 async def test_an_unknown_model_lists_what_the_server_has(tmp_path, llm_server, kind):
+    from cuda_llm.engine.core.errors import UserError
+
     llm_server.default = Reply.not_found()
     where = {"host": llm_server.url} if kind == "ollama" else {"base_url": llm_server.openai_url}
-    result, _ = await run_session(options(tmp_path, f"{kind}:lop-model", candidates=1, rounds=1), **where)
-    assert result.status == "paused"
-    assert "the server has: loop-model, qwen2.5-coder:32b; did you mean 'loop-model'?" in result.reason
-    assert "\n" not in result.reason
+    with pytest.raises(UserError) as refused:  # before a session is recorded (engine/llm/preflight.py)
+        await run_session(options(tmp_path, f"{kind}:lop-model", candidates=1, rounds=1), **where)
+    assert "the server has: loop-model, qwen2.5-coder:32b; did you mean 'loop-model'?" in str(refused.value)
+    assert "\n" not in str(refused.value) and not llm_server.chat_requests
 
 
 def test_doctor_lists_the_models_of_both_servers(tmp_path, capsys, llm_server):

@@ -46,4 +46,4 @@ async def check_model(provider: ModelProvider) -> None:
     )
     close = difflib.get_close_matches(model, names, n=1, cutoff=0.6)
     guess = f"; did you mean {close[0]!r}?" if close else ""
-    raise ModelError("not_found", f"{provider.where} has no model {model!r} (it has: {shown}{guess})")
+    raise ModelError("not_found", f"model {model!r} is not on {provider.where} (the server has: {shown}{guess})")
