@@ -161,7 +161,7 @@ def test_a_model_the_server_lacks_starts_no_session(tmp_path, capsys, llm_server
         "--compile-only", "--db", str(db),
     )  # fmt: skip
     line = one_line(err)
-    assert code == 2 and "has no model 'loop-modle'" in line and "did you mean 'loop-model'" in line
+    assert code == 2 and "model 'loop-modle' is not on" in line and "did you mean 'loop-model'" in line
     assert session_ids(db) == [] and not llm_server.chat_requests
 
 
