@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cuda_llm.engine.core.errors import TaskFileError
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL
-from cuda_llm.engine.store.sessions import SessionRecord, SessionStore, StoreError
+from cuda_llm.engine.store.sessions import CRASH_PREFIX, SessionRecord, SessionStore, StoreError
 from cuda_llm.engine.task import TaskLibrary
 
 
@@ -34,7 +34,7 @@ class StoredSession:
 
     @property
     def crashed(self) -> bool:
-        return self.message.startswith("crashed")
+        return self.message.startswith(CRASH_PREFIX)
 
     @property
     def shown_status(self) -> str:

@@ -11,9 +11,8 @@ from __future__ import annotations
 import contextlib
 
 from cuda_llm.engine.core.errors import describe
-from cuda_llm.engine.store.sessions import SessionStore
+from cuda_llm.engine.store.sessions import CRASH_PREFIX, SessionStore
 
-CRASH_PREFIX = "crashed: "
 INTERRUPTED = "stopped when cuda-llm quit before the work in flight ended"
 MESSAGE_CHARS = 300  # the status message is one line in the sessions list
 

@@ -40,6 +40,7 @@ from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
 from cuda_llm.engine.llm.ollama_provider import OllamaProvider, ollama_url
 from cuda_llm.engine.llm.spec import parse_spec, person_writes
+from cuda_llm.engine.store.sessions import CRASH_PREFIX
 
 REPLAYS_LISTED = 10
 
@@ -178,7 +179,7 @@ class StartScreen(Screen[None]):
             return
         self.app.notify(
             f"session {last.id} ({last.task}) stopped when cuda-llm crashed "
-            f"({last.message.removeprefix('crashed: ')}); it is recorded as stopped: resume it from "
+            f"({last.message.removeprefix(CRASH_PREFIX)}); it is recorded as stopped: resume it from "
             "the Sessions tab (l, then r)",
             severity="warning",
             timeout=20,

@@ -43,6 +43,9 @@ def default_db_path() -> Path:
     return user_data_dir() / "sessions.sqlite3"
 
 
+# A session stopped because the app crashed has this in front of its status message, then the crash.
+CRASH_PREFIX = "crashed: "
+
 @dataclass(frozen=True)
 class SessionRecord:
     id: int
