@@ -3,12 +3,17 @@ server (the loopback server: real ollama client, real wire), the real judge (NVR
 worker when there is a GPU), keys sent with send-keys and the screens read back with capture-pane.
 
 The session, vector_add, N=2, D=3, from the start screen:
-  round 1: a kernel that does not compile and a correct vectorised one; the winner is REJECTED
-           with a reason (which reaches the next prompt);
-  round 2: a correct kernel with 512-thread blocks; it is EDITED in $EDITOR (a script stands in for
-           the person: 128-thread blocks), the edit goes through the three checks and is ACCEPTED;
+  round 1: a kernel that does not compile and a correct vectorised one; the winner is MARKED (t)
+           and REJECTED with a reason (which reaches the next prompt);
+  round 2: a correct kernel with 512-thread blocks; the winner is COPIED (y: an OSC 52 sequence,
+           read back from the pane's raw output), SAVED (x: the files `cuda-llm export` writes,
+           compared with an export of the same candidate afterwards) and DIFFED against the marked
+           round-1 winner (d: verdicts, launch plans, source); then EDITED in $EDITOR (a script
+           stands in for the person: 128-thread blocks), the edit goes through the three checks
+           and is ACCEPTED;
   round 3: the reply is still streaming when the person QUITS (q), then `cuda-llm run --resume ID`
-           RESUMES the session: the whole history must be back, and round 3 is asked again.
+           RESUMES the session: the whole history must be back, and round 3 is asked again. The
+           line the app leaves on the terminal after q (id, state, resume command) is reported.
 
 With a GPU the candidates are validated and timed on it (the first run on a machine also measures
 its peaks: minutes). Without one the judge is compile-only: nothing is timed, no decision is asked,
@@ -17,13 +22,14 @@ instead (as the UI tests do) so that every step runs.
 
     python bench/tmux_session.py OUT_DIR [--tmux PATH] [--fake-gpu] [--size 160x48]
 
-It saves what the screen showed at each step under OUT_DIR (text, at most 8 files) and prints what
-each step showed; it asserts nothing.
+It saves what the screen showed at each step under OUT_DIR (text, at most 8 files; the saved
+candidate's files in OUT_DIR/saved) and prints what each step showed; it asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import platform
 import re
 import shlex
@@ -76,6 +82,35 @@ def latency_lines(screen: str) -> list[str]:
     """The latency pane's figures, as the 80x24 layout shows them (tab 5)."""
     lines = [ln.strip() for ln in screen.splitlines()[3:]]
     return [ln for ln in lines if ln.startswith(("best", "baseline", "library", "no timings", "compile-only"))]
+
+
+def osc52(raw: Path) -> str | None:
+    """The text of the last OSC 52 copy the app wrote to its terminal, if any."""
+    data = raw.read_bytes() if raw.exists() else b""
+    found = re.findall(rb"\x1b\]52;c;([A-Za-z0-9+/=]*)(?:\x07|\x1b\\\\)", data)
+    return base64.b64decode(found[-1]).decode("utf-8", "replace") if found else None
+
+
+def same_as_export(saved: Path, db: Path, session_id: int, label: str, tmp: Path) -> str:
+    """Whether the files the TUI saved are those `cuda-llm export` writes for the same candidate
+    (byte for byte, but for the folder each names in its re-judge command)."""
+    import subprocess
+
+    out = tmp / "export"
+    argv = [sys.executable, "-m", "cuda_llm", "export", str(session_id), "--candidate", label]
+    argv += ["--out", str(out), "--db", str(db)]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    if done.returncode != 0:
+        return f"export failed: {done.stderr.strip().splitlines()[-1:]}"
+    names = sorted(p.name for p in saved.iterdir()) if saved.is_dir() else []
+    differ = [
+        n
+        for n in names
+        if (saved / n).read_bytes().replace(str(saved).encode(), str(out).encode()) != (out / n).read_bytes()
+    ]
+    return f"{', '.join(names) or 'nothing saved'}: " + (
+        f"differ from the export: {differ}" if differ else "identical to the export"
+    )
 
 
 def narrow_panes(tmux, size: tuple[int, int]) -> tuple[str, str]:
@@ -141,8 +176,12 @@ def run(out: Path, tmux_path: str | None, fake_gpu: bool, size: tuple[int, int],
         args += ["--target-roofline", "0", "--db", str(db)]
         tmux = Tmux("session", tmux_path)
         screens = Screens(out, tmux)
+        raw = Path(tmp) / "pane.raw"  # everything the app wrote to its terminal (OSC 52 included)
+        saved = out / "saved"
+        saved_label = ""
         try:
             tmux.start(app_command(args, env), size)
+            tmux.pipe(raw)
             tmux.wait_for(["New session", "vector_add"], START_S, "the start screen")
             time.sleep(1.0)  # keys sent before the app reads them are lost
             tmux.keys("/")
@@ -166,6 +205,8 @@ def run(out: Path, tmux_path: str | None, fake_gpu: bool, size: tuple[int, int],
             else:
                 # Round 1: reject the winner, with a reason.
                 winner = find(first, r"◆ (r1-\S+)").removeprefix("◆ ")
+                tmux.keys("t")  # marked: round 2's winner is compared with it
+                tmux.wait_for([f"{winner}", "◆ marked"], STEP_S, "the mark")
                 tmux.keys("r")
                 tmux.wait_for(["Reject r1-"], STEP_S, "the reason dialog")
                 tmux.text(REASON)
@@ -173,7 +214,46 @@ def run(out: Path, tmux_path: str | None, fake_gpu: bool, size: tuple[int, int],
                 tmux.keys("Enter")
                 second = tmux.wait_until(lambda s: "◆ r2-" in s, decision_s, "round 2's decision")
                 screens.save("reject", ("the reason typed", dialog), ("round 2's decision", second))
-                report.append(f"round 1: {winner} rejected with a reason: {REASON!r}")
+                report.append(f"round 1: {winner} marked, then rejected with a reason: {REASON!r}")
+                # Round 2's winner: copy it, save it, compare it with the marked one.
+                saved_label = find(second, r"◆ (r2-\S+)").removeprefix("◆ ")
+                tmux.keys("y")
+                copied = tmux.wait_for([f"copied {saved_label}"], STEP_S, "the copy, said")
+                deadline = time.monotonic() + 10
+                while osc52(raw) is None and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                text = osc52(raw) or ""
+                report.append(
+                    f"copy (y): OSC 52 in the pane's raw output: {bool(text)}; "
+                    f"{len(text.splitlines())} lines, the kernel: {'__global__' in text}"
+                )
+                tmux.keys("x")
+                tmux.wait_for([f"Save {saved_label}"], STEP_S, "the folder asked")
+                for attempt in range(3):  # keys sent before the dialog has the focus are lost: again
+                    time.sleep(1.0)
+                    tmux.keys("C-u")
+                    tmux.text(str(saved))
+                    try:
+                        tmux.wait_for([str(saved)], 5, "the folder typed")
+                        break
+                    except AssertionError:
+                        if attempt == 2:
+                            raise
+                tmux.keys("Enter")
+                said = tmux.wait_for([f"saved {saved_label}"], STEP_S, "the save, said")
+                # Exported now, while the round waits for its decision: the same session state.
+                sid = int(find(said, r"session \d+").removeprefix("session ") or 0)
+                same = same_as_export(saved, db, sid, saved_label, Path(tmp))
+                report.append(f"save (x) of {saved_label}: {same}")
+                tmux.keys("d")
+                compared = tmux.wait_for(
+                    [f"{saved_label} compared with {winner}", "launch plan", "source"], STEP_S, "the diff"
+                )
+                tmux.keys("Escape")
+                tmux.wait_for([f"◆ {saved_label}"], STEP_S, "the run screen again")
+                screens.save("copy-save-diff", ("after y", copied), ("after x", said), ("d: the comparison", compared))
+                latency = " ".join(find(compared, r"latency .*").split())
+                report.append(f"diff (d): {saved_label} against the marked {winner}: {latency}")
                 # Round 2: edit the winner in $EDITOR; the edit is judged and waits; accept it.
                 tmux.keys("e")
                 edited = tmux.wait_until(lambda s: "◆ r2-edit1" in s, decision_s, "the edited kernel's decision")
@@ -193,6 +273,8 @@ def run(out: Path, tmux_path: str | None, fake_gpu: bool, size: tuple[int, int],
             tmux.keys("q")
             stopping = tmux.wait_until(lambda s: "stopping" in s or tmux.dead(), STEP_S, "the stop, said at once")
             tmux.wait_until(lambda _s: tmux.dead(), STEP_S, "the app to quit")
+            after = tmux.run("capture-pane", "-p", "-J", "-S", "-100", "-t", tmux.target)
+            report.append("the line left after q: " + find(after, r"cuda-llm: session \d+ .*"))
             store = SessionStore(db)
             try:
                 record = store.sessions()[0]

@@ -404,6 +404,11 @@ class AskScreen(ModalScreen[str | None]):
                 yield Button("OK (Enter)", variant="primary", id="ask-ok", compact=True)
                 yield Button("Cancel (Esc)", id="ask-cancel", compact=True)
 
+    def on_mount(self) -> None:
+        field = self.query_one("#ask-value", Input)
+        field.focus()
+        field.cursor_position = len(field.value)
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         self.dismiss(event.value.strip() or None)
