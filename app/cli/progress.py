@@ -10,7 +10,7 @@ from cuda_llm.app.cli.output import split_message
 from cuda_llm.engine.core.status import TIMED
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.judge.judgement import Judgement
-from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
+from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, share_text
 
 
 def judgement_line(j: Judgement) -> str:
@@ -104,9 +104,9 @@ class ProgressPrinter:
         elif isinstance(event, ev.RoundFinished):
             best = f"{event.best_label}" + (f" {event.best_median_us:.1f} us" if event.best_median_us else "")
             speed = f", {event.best_speedup:.2f}x baseline" if event.best_speedup else ""
-            roof = f", {event.best_roofline_share:.0%} of {ROOFLINE_NAME}" if event.best_roofline_share else ""
+            roof = f", {share_text(event.best_roofline_share * 100)}" if event.best_roofline_share else ""
             if event.best_roofline_share and event.best_physical_share:
-                roof += f" ({event.best_physical_share:.0%} of {PHYSICAL_NAME})"
+                roof += f" ({share_text(event.best_physical_share * 100, PHYSICAL_NAME)})"
             self._line(f"round {event.round} done: best {best}{speed}{roof}; {event.tokens_used} tokens so far")
         elif isinstance(event, ev.SessionPaused):
             self._line(f"paused: {event.reason}")

@@ -13,7 +13,7 @@ from typing import Any
 from cuda_llm.engine.core import serialize
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Judgement
-from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
+from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME, roofline_text, share_text
 from cuda_llm.engine.store.sessions import CandidateRecord, SessionRecord, SessionStore
 
 
@@ -234,8 +234,8 @@ def markdown(report: dict[str, Any]) -> str:
         speed = f"{f['speedup']:.2f}x the baseline, " if f["speedup"] else ""
         lines.append(
             f"- best: {best['label']} (round {best['round']}): {f['median_us']:.1f} us (IQR {f['iqr_us']:.1f}), "
-            f"{speed}{f['roofline_share']:.0%} of {ROOFLINE_NAME} ({f['bound']}-bound)"
-            + (f", {f['physical_share']:.0%} of {PHYSICAL_NAME}" if f.get("physical_share") else "")
+            f"{speed}{roofline_text(f['roofline_share'] * 100, f['bound'])}"
+            + (f", {share_text(f['physical_share'] * 100, PHYSICAL_NAME)}" if f.get("physical_share") else "")
             + f", {f['gbps']:.0f} GB/s"
         )
     elif best:

@@ -29,7 +29,7 @@ from cuda_llm.engine.gpu.client import GpusLost
 from cuda_llm.engine.gpu.protocol import Timing, device_label
 from cuda_llm.engine.judge.judge import Judge
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Candidate, Compiled, Judgement
-from cuda_llm.engine.judge.metrics import ROOFLINE_NAME, figures
+from cuda_llm.engine.judge.metrics import figures, share_text
 from cuda_llm.engine.llm.base import Message, ModelError, ModelProvider, RequestKey
 from cuda_llm.engine.llm.retry import complete_with_retries
 from cuda_llm.engine.llm.spec import server_of, spec_of
@@ -217,7 +217,7 @@ class FsrLoop:
         s = self.settings
         fig = state.best.figures
         if s.target_roofline and fig and fig.roofline_share >= s.target_roofline and not fig.suspect:
-            return f"the best reached {fig.roofline_pct:.0f}% of {ROOFLINE_NAME} (target {s.target_roofline:.0%})"
+            return f"the best reached {share_text(fig.roofline_pct)} (target {s.target_roofline:.0%})"
         if s.patience and state.no_gain >= s.patience:
             return f"{state.no_gain} rounds without a new best"
         if s.token_budget and state.tokens >= s.token_budget:

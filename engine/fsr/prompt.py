@@ -18,7 +18,7 @@ from cuda_llm.engine.core.status import STATUSES
 from cuda_llm.engine.counters.describe import prompt_text as counters_prompt_text
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks
 from cuda_llm.engine.judge.judgement import Judgement, LibraryResult
-from cuda_llm.engine.judge.metrics import ROOFLINE_NAME
+from cuda_llm.engine.judge.metrics import ROOFLINE_NAME, roofline_text
 from cuda_llm.engine.llm.base import Message
 from cuda_llm.engine.task.model import Task
 
@@ -324,7 +324,7 @@ class PromptBuilder:
             if fig.gflops:
                 parts.append(f"{fig.gflops:.0f} GFLOP/s")
             if fig.floor_us:
-                parts.append(f"{fig.roofline_pct:.0f}% of {ROOFLINE_NAME} ({fig.bound}-bound)")
+                parts.append(roofline_text(fig.roofline_pct, fig.bound))
             if fig.speedup is not None:
                 parts.append(f"{fig.speedup:.2f}x the baseline")
             figures = ", ".join(parts)

@@ -35,7 +35,7 @@ from cuda_llm.engine.judge.judgement import (
     RoundTiming,
     Status,
 )
-from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME, Figures, describe_levels, figures
+from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, Figures, describe_levels, figures, roofline_text, share_text
 from cuda_llm.engine.judge.output_caps import capped_compile
 from cuda_llm.engine.judge.schedule import expected_cost_s, split_by_cost
 from cuda_llm.engine.task.model import Task
@@ -405,9 +405,9 @@ def describe_timing(fig: Figures) -> str:
     if fig.speedup is not None:
         parts.append(f"{fig.speedup:.2f}x the baseline")
     if fig.floor_us:
-        parts.append(f"{fig.roofline_pct:.0f}% of {ROOFLINE_NAME} ({fig.bound}-bound)")
+        parts.append(roofline_text(fig.roofline_pct, fig.bound))
     if fig.physical_floor_us:
-        parts.append(f"{fig.physical_pct:.0f}% of {PHYSICAL_NAME}")
+        parts.append(share_text(fig.physical_pct, PHYSICAL_NAME))
     if fig.levels:
         parts.append(describe_levels(fig.levels) + " (the median depends on the mix)")
     return ", ".join(parts)

@@ -20,6 +20,16 @@ ROOFLINE_NAME = "the achievable roofline"
 PHYSICAL_NAME = "the physical limit"
 
 
+def share_text(pct: float, of: str = ROOFLINE_NAME) -> str:
+    """The one wording of a share of a ceiling, `pct` in percent: '62% of the achievable roofline'."""
+    return f"{pct:.0f}% of {of}"
+
+
+def roofline_text(pct: float, bound: str | None = None) -> str:
+    """'62% of the achievable roofline (memory-bound)'."""
+    return share_text(pct) + (f" ({bound}-bound)" if bound else "")
+
+
 @dataclass(frozen=True)
 class Figures:
     median_us: float
