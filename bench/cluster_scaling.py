@@ -82,7 +82,7 @@ async def one_round(judge, compiled) -> float:
 async def measure(address: str, factory: SimulatedGpuFactory, repeats: int) -> tuple[float, int, int]:
     """(median seconds for a round of 32, GPUs, nodes the judgements ran on)."""
     from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
-    from cuda_llm.engine.cluster.settings import ClusterSettings
+    from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
     from cuda_llm.engine.core.settings import Settings
     from cuda_llm.engine.judge.judgement import Compiled
     from cuda_llm.engine.task import TaskLibrary

@@ -167,7 +167,7 @@ async def open_env(gpus: int, ray_head: RayHead | None):
         env = await open_environment(settings, gpus=",".join(str(i) for i in range(gpus)))
     else:
         from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
-        from cuda_llm.engine.cluster.settings import ClusterSettings
+        from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 
         # Compiles stay on this process, as on the local path: only the way to the GPUs differs.
         env = await open_cluster_environment(settings, ray_head.address, cluster=ClusterSettings(remote_compilers=0))

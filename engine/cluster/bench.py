@@ -16,10 +16,10 @@ from typing import Protocol, TypeVar
 
 from cuda_llm.engine.cluster.cluster_environment import LeasedEnvironment, choose_model
 from cuda_llm.engine.cluster.cluster_pool import ClusterGpuPool, TaskShipper
+from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 from cuda_llm.engine.cluster.compiler import ClusterCompiler
 from cuda_llm.engine.cluster.connection import ClusterError, connect
 from cuda_llm.engine.cluster.fleet import Member, WorkerFactory, kill, start_fleet
-from cuda_llm.engine.cluster.settings import ClusterSettings
 from cuda_llm.engine.compile.compiler_pool import CompilerPool
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.judge.judge_environment import sandbox_warning

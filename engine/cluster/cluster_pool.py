@@ -21,9 +21,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from cuda_llm.engine.cluster.bundle import ShippedTask, pack_task
+from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 from cuda_llm.engine.cluster.connection import connected, head_answers
 from cuda_llm.engine.cluster.fleet import Member, kill, ray_error_line
-from cuda_llm.engine.cluster.settings import ClusterSettings
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.client import GpusLost, GpuUnavailable, GpuWorker, ProfileFailure
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Fault, Peaks, ProfileReport, ProgramRef, ValidationReport

@@ -24,9 +24,9 @@ def ray_row() -> Row:
 
 
 async def cluster_rows(address: str, settings: Settings | None = None) -> list[Row]:
+    from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
     from cuda_llm.engine.cluster.connection import ClusterError, connect, describe_nodes, nodes
     from cuda_llm.engine.cluster.fleet import kill, start_fleet
-    from cuda_llm.engine.cluster.settings import ClusterSettings
 
     cluster = ClusterSettings()
     try:

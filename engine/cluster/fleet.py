@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import cuda_llm
+from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 from cuda_llm.engine.cluster.connection import GCS_PORT, ClusterConnection, ClusterError, connected, free_gpus
-from cuda_llm.engine.cluster.settings import ClusterSettings
 from cuda_llm.engine.core.errors import describe
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.protocol import DeviceInfo, RanOn

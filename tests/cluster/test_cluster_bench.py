@@ -14,7 +14,7 @@ from scripted import chunked, reply
 from cuda_llm.app.cli.bench_cmd import document, request_from_args, run_bench
 from cuda_llm.app.cli.bench_table import markdown
 from cuda_llm.app.cli.main import parse
-from cuda_llm.engine.cluster.settings import ClusterSettings
+from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 from cuda_llm.engine.store.sessions import SessionStore
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ from scripted import chunked, reply
 from session_driver import Recorder, options, run_session
 
 from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
-from cuda_llm.engine.cluster.settings import ClusterSettings
+from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.gpu.client import GpusLost

@@ -79,7 +79,7 @@ async def test_the_cluster_path_times_as_the_local_one_and_crashes_stay_in_the_w
     from ray.cluster_utils import Cluster
 
     from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
-    from cuda_llm.engine.cluster.settings import ClusterSettings
+    from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 
     before, uuid = await local_round(settings)
     head = {"num_cpus": 2, "num_gpus": 1, "include_dashboard": False, "object_store_memory": OBJECT_STORE_BYTES}

@@ -19,8 +19,8 @@ from scripted import GOOD_KERNEL, chunked, reply
 from session_driver import options, run_session
 
 from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
+from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 from cuda_llm.engine.cluster.connection import ClusterError
-from cuda_llm.engine.cluster.settings import ClusterSettings
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.gpu.protocol import ValidationReport

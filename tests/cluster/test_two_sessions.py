@@ -17,8 +17,8 @@ from fakes.fake_gpu import FakeGpuFactory
 from ray_nodes import require_ray, start_cluster
 
 from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
+from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 from cuda_llm.engine.cluster.connection import ClusterError
-from cuda_llm.engine.cluster.settings import ClusterSettings
 from cuda_llm.engine.core.settings import Settings
 
 QUIET = ClusterSettings(remote_compilers=0, revive_poll_s=0.5, lost_grace_s=20.0)
@@ -33,7 +33,7 @@ from ray_nodes import require_ray
 require_ray()
 from fakes.fake_gpu import FakeGpuFactory
 from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
-from cuda_llm.engine.cluster.settings import ClusterSettings
+from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 from cuda_llm.engine.core.settings import Settings
 
 async def main():
