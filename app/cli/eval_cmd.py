@@ -99,8 +99,7 @@ def _source(args: argparse.Namespace) -> Source:
 
 
 def _candidate(source: Source, judge):
-    from cuda_llm.engine.contract.errors import headline
-    from cuda_llm.engine.core.errors import FormatError
+    from cuda_llm.engine.core.errors import FormatError, headline
     from cuda_llm.engine.judge.judgement import Candidate, Judgement
     from cuda_llm.engine.task.plan import parse_plan
 

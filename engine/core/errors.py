@@ -57,3 +57,18 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, UserError) and line:
         return line
     return f"{type(exc).__name__}: {line}" if line else type(exc).__name__
+
+
+def headline(text: str) -> str:
+    """The one line a status shows for a (possibly multi-line) error: its first line, complete. A
+    first line that only introduces a list ("rejected before compiling (...):") takes the list's
+    first item along, and says how many more there are; the whole text stays in the detail."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    first = lines[0]
+    if first.endswith(":") and len(lines) > 1:
+        items = lines[1:]
+        more = f" (+{len(items) - 1} more)" if len(items) > 1 else ""
+        first = f"{first} {items[0].removeprefix('- ')}{more}"
+    return first

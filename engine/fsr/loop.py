@@ -18,9 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cuda_llm.engine.contract.errors import headline
 from cuda_llm.engine.core.concurrency import gather_or_cancel
-from cuda_llm.engine.core.errors import FormatError, UserError
+from cuda_llm.engine.core.errors import FormatError, UserError, headline
 from cuda_llm.engine.core.settings import LoopSettings
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller, Decision, Edit

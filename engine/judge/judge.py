@@ -16,12 +16,11 @@ from typing import TYPE_CHECKING
 from cuda_llm.engine.compile.result import CompileResult
 from cuda_llm.engine.compile.source import CheckedSource, check_source
 from cuda_llm.engine.contract.binding import bind_plan
-from cuda_llm.engine.contract.errors import headline
 from cuda_llm.engine.contract.limits import LaunchLimits, PlanError, arch_limits, check_every_size, device_limits
 from cuda_llm.engine.contract.reply import parse_reply
 from cuda_llm.engine.contract.signature import KernelScan, parse_kernels
 from cuda_llm.engine.core.concurrency import gather_or_cancel
-from cuda_llm.engine.core.errors import FormatError, UserError
+from cuda_llm.engine.core.errors import FormatError, UserError, headline
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.library import LIBRARY_LABEL, library_name
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport, RanOn, Timing
