@@ -18,6 +18,8 @@ UNKNOWN = "ollama:qwen2.5-coder-unknown:32b-instruct-q8_0"  # long: the dialog m
 
 async def test_f7_fixes_a_round_paused_by_an_unknown_model(tmp_path, llm_server):
     llm_server.default = lambda rec: Reply.not_found()  # this server has no such model
+    # ... though it listed it when the session started (engine/llm/preflight.py): it went since.
+    llm_server.models = (*llm_server.models, UNKNOWN.split(":", 1)[1])
     with LoopbackLLMServer() as good:
         good.default = by_request({}, default=streamed("vadd_us40"))
         good_url = good.url
