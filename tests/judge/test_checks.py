@@ -153,10 +153,22 @@ def test_a_memory_bound_task_is_floored_by_the_bandwidth(task):
     t = 1000.0
     timing = Timing("r1-1", t, t * 0.99, t * 1.01, t * 0.98, 50, 0, "events", 1, None)
     fig = figures(task, timing, FAKE_PEAKS_SLOW, timing)
+    assert (fig.bytes, fig.flops) == task.bytes_and_flops(task.timing)
     assert fig.bound == "memory"
     assert fig.floor_us == pytest.approx(nbytes / FAKE_PEAKS_SLOW.bandwidth * 1e6)
     assert fig.physical_floor_us == pytest.approx(nbytes / FAKE_PEAKS_SLOW.bandwidth_physical * 1e6)
     assert fig.speedup == 1.0
+
+
+def test_a_task_without_a_compute_unit_is_floored_by_its_bytes_alone():
+    """histogram names no unit (peak = "none"): its flops set no floor, however many it counts."""
+    hist = TaskLibrary().get("histogram")
+    nbytes, _ = hist.bytes_and_flops(hist.timing)
+    t = 1000.0
+    timing = Timing("r1-1", t, t * 0.99, t * 1.01, t * 0.98, 50, 0, "events", 1, None)
+    fig = figures(hist, timing, FAKE_PEAKS_SLOW, None)
+    assert fig.bound == "memory"
+    assert fig.floor_us == pytest.approx(nbytes / FAKE_PEAKS_SLOW.bandwidth * 1e6)
 
 
 def test_without_the_setting_any_time_under_the_physical_floor_is_suspect(task):
@@ -164,4 +176,15 @@ def test_without_the_setting_any_time_under_the_physical_floor_is_suspect(task):
     nbytes, _ = task.bytes_and_flops(task.timing)
     t = nbytes / FAKE_PEAKS_SLOW.bandwidth_physical * 1e6 / 1.5
     timing = Timing("r1-1", t, t * 0.99, t * 1.01, t * 0.98, 50, 0, "events", 1, None)
-    assert figures(task, timing, FAKE_PEAKS_SLOW, None).suspect is not None
+    suspect = figures(task, timing, FAKE_PEAKS_SLOW, None).suspect
+    assert suspect is not None and suspect.endswith("a measurement error or a kernel that skips work")
+
+
+def test_without_peaks_or_a_time_there_is_no_share_and_no_suspicion(task):
+    """No ceilings known: the bound is named memory and no share is made up; a zero median (no
+    time measured) divides nothing."""
+    blank = Timing("r1-1", 0.0, 0.0, 0.0, 0.0, 0, 0, "events", 1, None)
+    for peaks in (None, FAKE_PEAKS_SLOW):
+        fig = figures(task, blank, peaks, None)
+        assert (fig.roofline_share, fig.physical_share, fig.gbps, fig.suspect) == (0.0, 0.0, 0.0, None)
+    assert figures(task, blank, None, None).bound == "memory"
