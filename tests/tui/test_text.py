@@ -92,8 +92,14 @@ async def test_the_prompt_pane_and_the_status_line_agree_while_streaming(tmp_pat
         assert screen_text(app, "#prompt-title") == "r1-1: round 1 (correct)"
 
 
-async def test_retries_are_not_called_streaming(tmp_path, refused_url):
+async def test_retries_are_not_called_streaming(tmp_path, refused_url, monkeypatch):
     """An unreachable host: every request waits to be retried, and the status line says so."""
+    from cuda_llm.engine.fsr import session
+
+    async def answered(provider) -> None:  # it answered the pre-session check, then went away
+        return None
+
+    monkeypatch.setattr(session, "check_model", answered)
     loop = dataclasses.replace(FAST_LOOP, retry=RetryPolicy(attempts=3, base_delay_s=1.0, max_delay_s=1.0))
     app = make_app(tmp_path, refused_url, loop=loop, task="vector_add", model="ollama:loop-model", candidates=4)
     async with app.run_test(size=(100, 30)) as pilot:
