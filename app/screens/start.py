@@ -377,6 +377,20 @@ class StartScreen(Screen[None]):
             self.chosen_model = self.models[index]
             if self.chosen_model.spec:
                 self.query_one("#model-spec", Input).value = self.chosen_model.spec
+            self._candidates_for(self.chosen_model.spec)
+
+    def _candidates_for(self, spec: str) -> None:
+        """Manual mode asks the person for one kernel a round, not N: N goes to 1 while manual is
+        picked, and back to what it was when another model is."""
+        field = self.query_one("#opt-n", Input)
+        before = getattr(self, "_n_before_manual", None)
+        if spec == "manual" and field.value != "1":
+            self._n_before_manual = field.value
+            field.value = "1"
+        elif spec != "manual" and before is not None:
+            if field.value == "1":
+                field.value = before
+            self._n_before_manual = None
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "start":

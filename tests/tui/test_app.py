@@ -247,7 +247,9 @@ async def test_a_broken_config_is_one_line_and_the_defaults(tmp_path, refused_ur
         await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
         messages = [n.message for n in app._notifications]
         assert len(messages) == 1 and "is not a usable config" in messages[0] and "\n" not in messages[0]
-        assert app.screen.query_one("#opt-n").value == "4"  # the default N
+        assert app.config.candidates == 4  # the default N
+        # (the field says 1: with no server answering, manual is picked, and a person writes one a round)
+        assert app.screen.query_one("#opt-n").value == ("1" if app.screen.chosen_model.spec == "manual" else "4")
 
 
 async def test_help_lists_every_key(tmp_path, refused_url):

@@ -318,3 +318,19 @@ async def test_the_config_file_is_never_written(tmp_path, llm_server):
     # The next start reads the theme back from the state file.
     app = make_app(tmp_path, llm_server.url)
     assert app.theme == "cuda-light"
+
+
+async def test_manual_mode_asks_for_one_kernel_a_round(tmp_path, llm_server):
+    llm_server.default = by_request({}, default=streamed("vadd_us40"))
+    app = make_app(tmp_path, llm_server.url, candidates=4, rounds=1, **SETTINGS)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        specs = lambda: {m.spec for m in app.screen.models}  # noqa: E731
+        await wait_for(pilot, lambda: {"manual", "ollama:loop-model"} <= specs(), "the model list")
+        screen = app.screen
+        n = screen.query_one("#opt-n")
+        assert n.value == "4"
+        screen.pick_model(next(i for i, m in enumerate(screen.models) if m.spec == "manual"))
+        assert n.value == "1", "a person writes one kernel a round"
+        screen.pick_model(next(i for i, m in enumerate(screen.models) if m.spec == "ollama:loop-model"))
+        assert n.value == "4", "back to N for a model"
