@@ -42,6 +42,10 @@ from cuda_llm.engine.store.sessions import SessionStore
 from tests.compile.attacks import ATTACKS, HARMLESS, HEADERS_IN_USE, SECRET_FILES, secret_snippets
 
 GROUP = "host safety"
+# Each path's module fixture judges every attack case (an eval each, whole sessions, the TUI): several
+# minutes on a busy 2-core machine, counted in the first test that uses it, so the per-test limit
+# (pyproject.toml) is raised here.
+pytestmark = pytest.mark.timeout(1500)
 PLANTED = "PLANTED"  # stands for the planted file's absolute path in a variant
 # Inline PTX that a kernel may use (the lane id), in a kernel the vector_add plan binds.
 PTX_KERNEL = GOOD_KERNEL.replace(
