@@ -272,9 +272,9 @@ def test_progress_names_both_ceilings_and_keeps_a_timed_candidates_figures():
     printer(ev.RoundFinished("1", 2, False, "r1-1", 40.0, 2.5, 0.5, 2400))  # an older event: no physical share
     assert buf.getvalue().splitlines() == [
         f"  r1-1: {figures}",
-        "round 1 done: best r1-1 40.0 us, 2.50x baseline, 50% of the achievable roofline (49% of the physical "
+        "round 1 done: best r1-1 40.0 us, 2.50x the baseline, 50% of the achievable roofline (49% of the physical "
         "limit); 1200 tokens so far",
-        "round 2 done: best r1-1 40.0 us, 2.50x baseline, 50% of the achievable roofline; 2400 tokens so far",
+        "round 2 done: best r1-1 40.0 us, 2.50x the baseline, 50% of the achievable roofline; 2400 tokens so far",
     ]
 
 

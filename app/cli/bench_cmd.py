@@ -57,6 +57,7 @@ class BenchRequest:
     db: str | None = None
     gpus: str | None = None  # "0,1"; with `cluster`, a GPU model
     cluster: str | None = None  # a Ray cluster's address (each row's environment names the node and GPU)
+    torch_compile: bool = False  # torch.compile timed beside eager for imported tasks (--torch-compile)
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -100,6 +101,7 @@ def request_from_args(args: argparse.Namespace) -> BenchRequest:
         db=args.db,
         gpus=args.gpu,
         cluster=args.cluster,
+        torch_compile=getattr(args, "torch_compile", False),
     )
 
 
@@ -162,6 +164,7 @@ def _options(request: BenchRequest, task: str, model: str):
         arch=request.arch,
         gpu=request.gpus,
         cluster=request.cluster,
+        torch_compile=request.torch_compile,
         overrides=dict(request.overrides),
     )
 
@@ -171,10 +174,13 @@ def _options(request: BenchRequest, task: str, model: str):
 _BOUND = frozenset(s for s, info in STATUSES.items() if info.compiled)
 
 
-def build_row(task: str, model: str, result, report: dict[str, Any], library, seconds: float) -> BenchRow:
-    """A table row from a finished session's report (app/cli/report.py) and its library figure."""
+def build_row(
+    task: str, model: str, result, report: dict[str, Any], library, seconds: float, torch_compile=None
+) -> BenchRow:
+    """A table row from a finished session's report (app/cli/report.py), its library figure and, when
+    asked for (--torch-compile), torch.compile's."""
     from cuda_llm.app.cli.bench_table import BenchRow
-    from cuda_llm.app.cli.yardstick import library_record
+    from cuda_llm.app.cli.yardstick import library_record, torch_compile_record
 
     history = [h for h in report["history"] if h["label"] != "baseline"]
     validated = not report["compile_only"]
@@ -205,6 +211,8 @@ def build_row(task: str, model: str, result, report: dict[str, Any], library, se
         physical_share=fig.get("physical_share") if fig else None,
         sm_clock_mhz=fig.get("sm_clock_mhz") if fig else None,
         library=library_record(library, best_us if validated else None),
+        torch_compile=torch_compile_record(torch_compile),
+        torch_compile_speedup=fig.get("torch_compile_speedup") if fig else _over_compile(torch_compile, baseline_us),
         rounds_run=len(report["rounds"]),
         tokens=report["tokens_used"],
         seconds=seconds,
@@ -216,6 +224,12 @@ def build_row(task: str, model: str, result, report: dict[str, Any], library, se
             (h["speedup"] for h in history if h["status"] == "correct" and h.get("speedup")), default=None
         ),
     )
+
+
+def _over_compile(torch_compile, baseline_us: float | None) -> float | None:
+    """Where eager stayed the best: torch.compile's time over eager's (the timed baseline's)."""
+    t = torch_compile.timing if torch_compile is not None else None
+    return t.median_us / baseline_us if t is not None and baseline_us else None
 
 
 def _baseline_kind(report: dict[str, Any]) -> str:
@@ -259,12 +273,15 @@ async def run_task(
     if session.env.notice:
         print(f"cuda-llm: {session.env.notice}", file=sys.stderr)
     library: list[Any] = []
+    compiled = None
     session.bus.subscribe(lambda e: library.append(e.library) if isinstance(e, ev.LibraryTimed) else None)
     print(f"{task}: session {session.id} with {model}", file=sys.stderr, flush=True)
     try:
         result = await session.run()
         if not library:  # compile-only: the loop times no library; the judge says why there is none
             library.append(await session.loop.judge.library())
+        if request.torch_compile:  # timed once when the session started (or why not, in one line)
+            compiled = await session.loop.judge.torch_compile()
     except UserError as exc:
         from cuda_llm.engine.fsr.loop import SessionResult
 
@@ -277,7 +294,8 @@ async def run_task(
         report = session_report(store, result.session_id)
     finally:
         store.close()
-    return build_row(task, model, result, report, library[0] if library else None, time.monotonic() - started)
+    seconds = time.monotonic() - started
+    return build_row(task, model, result, report, library[0] if library else None, seconds, compiled)
 
 
 def resolve_models(request: BenchRequest) -> list[tuple[str, str]]:
@@ -435,6 +453,7 @@ def bench(args: argparse.Namespace, environment: EnvironmentFactory | None = Non
 
 def register(sub: argparse._SubParsersAction) -> None:
     from cuda_llm.app.cli.run_cmd import add_session_arguments
+    from cuda_llm.app.cli.torch_compile_flag import add_torch_compile_flag
 
     p = sub.add_parser("bench", help="the paper's table: baseline vs best per task")
     p.add_argument(
@@ -444,6 +463,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="tasks to run, built-in or your own, by name or folder (default: every built-in task)",
     )
     add_session_arguments(p)
+    add_torch_compile_flag(p)
     p.add_argument(
         "--out", help="also write bench.md and bench.json into this folder (with --compare: compare.md and .json)"
     )

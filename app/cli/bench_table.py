@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
+from cuda_llm.engine.judge.metrics import EAGER_NAME, PHYSICAL_NAME, ROOFLINE_NAME, speedups_text
 
 BASELINE = "baseline"
 NOT_VALIDATED = "not validated"
@@ -64,6 +64,10 @@ class BenchRow:
     physical_share: float | None = None
     sm_clock_mhz: float | None = None  # the SM clock while the best was timed
     library: dict[str, Any] = field(default_factory=dict)  # app/cli/yardstick.library_record
+    # --torch-compile: torch.compile's figure (app/cli/yardstick.torch_compile_record) and its time
+    # over the best's, shown beside the speedup over eager
+    torch_compile: dict[str, Any] = field(default_factory=dict)
+    torch_compile_speedup: float | None = None
     rounds_run: int = 0
     tokens: int = 0
     seconds: float = 0.0
@@ -293,7 +297,7 @@ def cells(r: BenchRow, with_gpu: bool = False) -> list[str]:
         *gpu,
         _us(r.baseline_us),
         _us(r.best_us) if r.validated else "-",
-        _x(r.speedup) if r.validated else "-",
+        speedup_cell(r),
         lib_us,
         of_lib,
         _pct(r.roofline_share),
@@ -304,6 +308,25 @@ def cells(r: BenchRow, with_gpu: bool = False) -> list[str]:
         str(r.tokens),
         str(r.session if r.session is not None else "-"),
     ]
+
+
+def speedup_cell(r: BenchRow) -> str:
+    """'2.50x', or with torch.compile timed (an imported task): '2.50x eager, 1.30x torch.compile'."""
+    if not r.validated:
+        return "-"
+    if r.speedup and r.torch_compile_speedup is not None:
+        return speedups_text(r.speedup, EAGER_NAME, r.torch_compile_speedup)
+    return _x(r.speedup)
+
+
+def torch_compile_notes(rows: list[BenchRow]) -> list[str]:
+    """Why torch.compile has no figure where it was asked for, each reason once, with its tasks."""
+    reasons: dict[str, list[str]] = {}
+    for r in rows:
+        tc = r.torch_compile or {}
+        if tc.get("asked") and not tc.get("median_us"):
+            reasons.setdefault(tc.get("note") or "not timed", []).append(r.task)
+    return [f"torch.compile: no figure for {', '.join(tasks)}: {why}" for why, tasks in reasons.items()]
 
 
 def _md_table(headers: tuple[str, ...] | list[str], rows: list[list[str]]) -> list[str]:
@@ -374,7 +397,7 @@ def markdown(bench: dict[str, Any]) -> str:
         )
     lines += ["", *_md_table(columns(rows), [cells(r, with_gpu) for r in rows]), ""]
     lines += summary_lines(per_gpu)
-    notes = library_notes(rows)
+    notes = library_notes(rows) + torch_compile_notes(rows)
     if notes:
         lines += ["", *[f"- {n}" for n in notes]]
     return "\n".join(lines) + "\n"

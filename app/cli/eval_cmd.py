@@ -15,6 +15,7 @@ from pathlib import Path
 from cuda_llm.app.cli.argtypes import arch
 from cuda_llm.app.cli.files import STDIN, FileArgumentError, NotTextError, read_text, shown
 from cuda_llm.app.cli.output import error, print_json, split_message
+from cuda_llm.app.cli.torch_compile_flag import add_torch_compile_flag, with_torch_compile
 
 # What is read of a file before it is judged: far above anything the judge accepts (a 1 MiB reply,
 # a 256 KiB source), so its own checks say what is wrong with a large one; a file beyond this is
@@ -113,9 +114,10 @@ def _candidate(source: Source, judge):
     return Candidate(source.label, source.text, plan, origin="user")
 
 
-def render(j, device: str, library=None, notes: tuple[str, ...] = ()) -> str:
-    from cuda_llm.app.cli.yardstick import library_line
-    from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
+def render(j, device: str, library=None, notes: tuple[str, ...] = (), torch_compile=None) -> str:
+    from cuda_llm.app.cli.yardstick import library_line, torch_compile_line
+    from cuda_llm.engine.gpu.torch_compile import TORCH_COMPILE_NAME
+    from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME, speedup_text
 
     lines = [f"candidate {j.label} on {device}"]
     lines += [f"note:     {n}" for n in notes]
@@ -154,7 +156,7 @@ def render(j, device: str, library=None, notes: tuple[str, ...] = ()) -> str:
             )
     f, t = j.figures, j.timing
     if t is not None and f is not None:
-        speed = f", {f.speedup:.2f}x the baseline" if f.speedup is not None else ""
+        speed = f", {text}" if (text := speedup_text(f)) else ""
         lines.append(
             f"profile:  {t.median_us:.2f} us median (IQR {t.iqr_us:.2f}, {t.samples} samples"
             + (f" over {t.placements} buffer placements" if t.placements > 1 else "")
@@ -167,6 +169,8 @@ def render(j, device: str, library=None, notes: tuple[str, ...] = ()) -> str:
             f"(floor {f.floor_us:.1f} us, {f.bound}-bound), {f.physical_pct:.0f}% of {PHYSICAL_NAME} "
             f"(floor {f.physical_floor_us:.1f} us)"
         )
+    if torch_compile is not None:
+        lines.append(f"compiled: {TORCH_COMPILE_NAME}: {torch_compile_line(torch_compile)}")
     if library is not None:
         lines.append(f"library:  {library_line(library, t.median_us if t else None)}")
     lines += counters_lines(j.counters)
@@ -221,7 +225,7 @@ async def _evaluate(args: argparse.Namespace) -> int:
     from cuda_llm.engine.judge.judgement import Judgement
     from cuda_llm.engine.task import TaskLibrary
 
-    settings = Settings()
+    settings = with_torch_compile(Settings(), args.torch_compile)
     task = TaskLibrary().get(args.task)
     # Files first: a path mistake costs no compiler or GPU start. The word `baseline` (no such file)
     # judges the task's own baseline: PyTorch eager for a task imported from a module.
@@ -234,9 +238,12 @@ async def _evaluate(args: argparse.Namespace) -> int:
     env = await open_environment(settings, args.arch, args.compile_only, args.gpu)
     if env.notice:
         print(f"cuda-llm: {env.notice}", file=sys.stderr)
-    library = None
+    library = compiled = None
     try:
         judge = env.judge(task, settings)
+        if settings.profile.torch_compile and not args.no_profile:
+            # Before the candidate is timed, so its figures carry 'x torch.compile' beside 'x eager'.
+            compiled = await judge.torch_compile()
         if own_baseline:
             result = await judge.baseline_judgement()
         elif source is not None:
@@ -256,7 +263,7 @@ async def _evaluate(args: argparse.Namespace) -> int:
     device = device_label(env.device, env.arch) if env.device else f"no GPU, {device_label(None, env.arch)}"
     notes = source.notes if source is not None else ()
     if args.json:
-        from cuda_llm.app.cli.yardstick import library_record
+        from cuda_llm.app.cli.yardstick import library_record, torch_compile_record
         from cuda_llm.engine.core import serialize
 
         print_json(
@@ -267,11 +274,12 @@ async def _evaluate(args: argparse.Namespace) -> int:
                 "compile_only": env.gpu is None,
                 "judgement": serialize.dump(result),
                 "library": library_record(library, result.timing.median_us if result.timing else None),
+                "torch_compile": torch_compile_record(compiled),
                 "notes": list(notes),
             }
         )
     else:
-        print(render(result, device, library, notes))
+        print(render(result, device, library, notes, compiled))
     return 0 if result.status in ("correct", "compiled") else 1
 
 
@@ -298,5 +306,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="also read the GPU's hardware counters with Nsight Compute (ncu) at the timing size and say "
         "what limits the kernel (a process of its own, after timing)",
     )
+    add_torch_compile_flag(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=evaluate)

@@ -10,7 +10,7 @@ from cuda_llm.app.cli.output import split_message
 from cuda_llm.engine.core.status import TIMED
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.judge.judgement import Judgement
-from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, share_text
+from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, share_text, speedups_text
 
 
 def judgement_line(j: Judgement) -> str:
@@ -103,7 +103,9 @@ class ProgressPrinter:
             self._line(f"  new best: {judgement_line(event.judgement)}")
         elif isinstance(event, ev.RoundFinished):
             best = f"{event.best_label}" + (f" {event.best_median_us:.1f} us" if event.best_median_us else "")
-            speed = f", {event.best_speedup:.2f}x baseline" if event.best_speedup else ""
+            # An event recorded before the text was carried names no baseline: the default's words.
+            text = event.best_speedup_text or (speedups_text(event.best_speedup) if event.best_speedup else None)
+            speed = f", {text}" if text else ""
             roof = f", {share_text(event.best_roofline_share * 100)}" if event.best_roofline_share else ""
             if event.best_roofline_share and event.best_physical_share:
                 roof += f" ({share_text(event.best_physical_share * 100, PHYSICAL_NAME)})"

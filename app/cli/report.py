@@ -13,7 +13,7 @@ from typing import Any
 from cuda_llm.engine.core import serialize
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Judgement
-from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME, roofline_text, share_text
+from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME, roofline_text, share_text, speedup_text_of
 from cuda_llm.engine.store.sessions import CandidateRecord, SessionRecord, SessionStore
 
 
@@ -156,7 +156,7 @@ def choose_export(report: dict[str, Any], label: str | None) -> Exported:
     if best is not None and best["source"] is not None:
         row = next(h for h in report["history"] if h["label"] == best["label"])
         figures = best["figures"]
-        speed = f", {figures['speedup']:.2f}x the baseline" if figures and figures.get("speedup") else ""
+        speed = f", {text}" if (text := speedup_text_of(figures)) else ""
         return _exported(row, f"the session's best{speed}")
     if report["compile_only"]:
         compiled = [h for h in rows if h["status"] == "compiled" and h["label"] != BASELINE_LABEL]
@@ -231,7 +231,7 @@ def markdown(report: dict[str, Any]) -> str:
     best = report["best"]
     if best and best["figures"]:
         f = best["figures"]
-        speed = f"{f['speedup']:.2f}x the baseline, " if f["speedup"] else ""
+        speed = f"{text}, " if (text := speedup_text_of(f)) else ""
         lines.append(
             f"- best: {best['label']} (round {best['round']}): {f['median_us']:.1f} us (IQR {f['iqr_us']:.1f}), "
             f"{speed}{roofline_text(f['roofline_share'] * 100, f['bound'])}"

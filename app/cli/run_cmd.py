@@ -133,6 +133,7 @@ def session_options(args: argparse.Namespace, task: str | None):
         overrides=loop_overrides(args),
         switch_server=getattr(args, "switch_server", False),
         counters=getattr(args, "counters", None),
+        torch_compile=getattr(args, "torch_compile", False),
     )
 
 
@@ -245,10 +246,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from cuda_llm.app.cli.torch_compile_flag import add_torch_compile_flag
+
     p = sub.add_parser("run", help="run the FSR loop on a task (the TUI's run screen, or --headless)")
     p.add_argument("task", nargs="?", help="task name or folder")
     add_session_arguments(p)
     p.add_argument("--resume", type=int, metavar="ID", help="continue a recorded session")
     p.add_argument("--headless", action="store_true", help="no TUI: progress lines on stderr")
+    add_torch_compile_flag(p)
     p.add_argument("--json", action="store_true", help="print the session report as JSON at the end")
     p.set_defaults(func=run)

@@ -42,9 +42,35 @@ def library_line(lib: LibraryResult | None, median_us: float | None = None, who:
         return f"{what}: {lib.note or 'no reason given'}"
     parts = [f"{lib.name}: {lib.timing.median_us:.1f} us (IQR {lib.timing.iqr_us:.1f})"]
     if lib.figures and lib.figures.speedup is not None:
-        parts.append(f"{lib.figures.speedup:.2f}x the baseline")
+        parts.append(f"{lib.figures.speedup:.2f}x {lib.figures.baseline_name}")
     ratio = of_library(lib, median_us)
     text = ", ".join(parts)
     if ratio is not None:
         text += f"; {who} is {ratio:.2f}x of library"
+    return text
+
+
+def torch_compile_record(result: LibraryResult | None) -> dict[str, Any]:
+    """For --json and bench.json: torch.compile's figure beside eager (`--torch-compile`), or why
+    there is none; {"asked": False} when it was not asked for."""
+    if result is None:
+        return {"asked": False}
+    t, f = result.timing, result.figures
+    return {
+        "asked": True,
+        "median_us": t.median_us if t else None,
+        "iqr_us": t.iqr_us if t else None,
+        "speedup_over_eager": f.speedup if f else None,
+        "device": result.device,
+        "note": result.note,
+    }
+
+
+def torch_compile_line(result: LibraryResult) -> str:
+    """'torch.compile: 61.0 us (IQR 0.4), 1.64x eager', or why there is no figure (one line)."""
+    if result.timing is None:
+        return f"not timed: {result.note or 'no reason given'}"
+    text = f"{result.timing.median_us:.1f} us (IQR {result.timing.iqr_us:.1f})"
+    if result.figures is not None and result.figures.speedup is not None:
+        text += f", {result.figures.speedup:.2f}x {result.figures.baseline_name}"
     return text

@@ -16,7 +16,7 @@ from textual_plot import HiResMode, PlotWidget
 from cuda_llm.app.state import SessionView
 from cuda_llm.app.widgets.text import set_text
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL
-from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
+from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME, speedup_text
 
 
 def figures_text(view: SessionView) -> str:
@@ -38,13 +38,13 @@ def figures_text(view: SessionView) -> str:
     fig = best.figures
     is_base = best.label == BASELINE_LABEL
     parts = [
-        f"best: the baseline, {best.timing.median_us:.1f} us"
+        f"best: {fig.baseline_name if fig else 'the baseline'}, {best.timing.median_us:.1f} us"
         if is_base
         else f"best {best.label}: {best.timing.median_us:.1f} us"
     ]
     if fig is not None:
-        if fig.speedup is not None and not is_base:
-            parts.append(f"{fig.speedup:.2f}x the baseline")
+        if (speed := speedup_text(fig)) is not None and not is_base:
+            parts.append(speed)
         if fig.floor_us:
             parts.append(
                 f"{fig.roofline_pct:.0f}% of {ROOFLINE_NAME} ({fig.bound}-bound, floor {fig.floor_us:.1f} us), "

@@ -10,6 +10,7 @@ from textual.widgets import Static
 from cuda_llm.app.state import SessionView
 from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL
+from cuda_llm.engine.judge.metrics import BASELINE_NAME
 
 # The keys the status line names, when the screen does not say (the defaults of app/screens/run.py).
 DEFAULT_KEYS = {
@@ -55,9 +56,12 @@ def status_text(
     best = view.best_source()
     best_part = ""
     if best is not None and best.timing is not None:
-        speed = f" ({best.figures.speedup:.2f}x)" if best.figures and best.figures.speedup else ""
+        over = best.figures.baseline_name if best.figures else BASELINE_NAME
+        # Short: '(2.50x)' over a task's own baseline, '(2.50x eager)' over an imported module's.
+        named = "" if over == BASELINE_NAME else f" {over}"
+        speed = f" ({best.figures.speedup:.2f}x{named})" if best.figures and best.figures.speedup else ""
         if best.label == BASELINE_LABEL:
-            best_part = f" · best: the baseline, {best.timing.median_us:.1f} us"
+            best_part = f" · best: {over}, {best.timing.median_us:.1f} us"
         else:
             best_part = f" · best {best.label} {best.timing.median_us:.1f} us{speed}"
     elif best is not None:

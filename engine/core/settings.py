@@ -166,6 +166,14 @@ class ProfileSettings:
     # (Our probes' achievable ceiling is no bound: the best float4 vector_add beat the old copy
     # probe by 5% on an H100.)
     suspect_physical_share: float = 1.03
+    # An imported PyTorch task's second yardstick (engine/gpu/torch_compile.py): off by default,
+    # because compiling the module takes seconds to minutes (Dynamo traces it, Inductor writes and
+    # Triton compiles its kernels) before the first figure; `--torch-compile` turns it on.
+    torch_compile: bool = False
+    # ...compiled in a request of its own with this limit: a few seconds for one fused elementwise
+    # kernel, a minute or more for a convolution or a matmul with its epilogue on a cold cache. Past
+    # this the worker is restarted and everything goes on with eager alone.
+    torch_compile_timeout_s: float = 600.0
 
 
 @dataclass(frozen=True)

@@ -170,6 +170,7 @@ class RoundFinished(Event):
     best_roofline_share: float | None  # of the achievable roofline (metrics.ROOFLINE_NAME)
     tokens_used: int
     best_physical_share: float | None = None  # of the physical limit (metrics.PHYSICAL_NAME)
+    best_speedup_text: str | None = None  # '2.40x eager, 1.30x torch.compile' (metrics.speedup_text)
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ from cuda_llm.engine.fsr.prompt import PromptBuilder, Rejection
 from cuda_llm.engine.gpu.client import GpusLost
 from cuda_llm.engine.gpu.protocol import Timing, device_label
 from cuda_llm.engine.judge.judge import Judge
-from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Candidate, Compiled, Judgement
-from cuda_llm.engine.judge.metrics import figures, share_text
+from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Candidate, Compiled, Judgement, LibraryResult
+from cuda_llm.engine.judge.metrics import figures, share_text, speedup_text
 from cuda_llm.engine.llm.base import Message, ModelError, ModelProvider, RequestKey
 from cuda_llm.engine.llm.retry import complete_with_retries
 from cuda_llm.engine.llm.spec import server_of, spec_of
@@ -40,6 +40,15 @@ def candidate_label(key: RequestKey) -> str:
     """r2-3: round 2, third candidate; r2-fix1-3: the same slot of the round's first repair."""
     fix = f"-fix{key.attempt}" if key.attempt else ""
     return f"r{key.round}{fix}-{key.slot + 1}"
+
+
+def torch_compile_notice(sid: int, result: LibraryResult) -> ev.Notice:
+    """torch.compile's figure as the session says it once, or the one line why there is none."""
+    t, fig = result.timing, result.figures
+    if t is None:
+        return ev.Notice(sid, f"torch.compile: no figure, going on with eager alone: {result.note}", "warning")
+    over = f", {fig.speedup:.2f}x {fig.baseline_name}" if fig is not None and fig.speedup else ""
+    return ev.Notice(sid, f"torch.compile: {t.median_us:.1f} us on {result.device}{over}")
 
 
 class SessionPausedError(Exception):
@@ -145,6 +154,9 @@ class FsrLoop:
 
     async def _initial_state(self) -> LoopState:
         """The baseline judged and timed (the first best), then whatever the store says happened."""
+        if self.judge.settings.profile.torch_compile and not self.judge.compile_only:
+            # First, so the baseline's and every candidate's figures carry 'x torch.compile' too.
+            self.emit(torch_compile_notice(self.sid, await self.judge.torch_compile()))
         base_j = await self.judge.baseline_judgement()
         if base_j.status not in ("correct", "compiled"):
             raise UserError(f"the baseline of task {self.judge.task.name!r} fails its own validation: {base_j.message}")
@@ -438,11 +450,7 @@ class FsrLoop:
         line = (
             f"round {r}: {n_correct} of {len(judged)} candidates correct; best {state.best.label}"
             + (f" {best_t.median_us:.1f} us" if best_t else "")
-            + (
-                f" ({state.best.figures.speedup:.2f}x baseline)"
-                if state.best.figures and state.best.figures.speedup
-                else ""
-            )
+            + (f" ({speed})" if (speed := speedup_text(state.best.figures)) else "")
             + (" (new)" if improved else "")
         )
         state.history.append(line)
@@ -472,6 +480,7 @@ class FsrLoop:
                 fig.roofline_share if fig else None,
                 state.tokens,
                 best_physical_share=fig.physical_share if fig else None,
+                best_speedup_text=speedup_text(fig),
             )
         )
 

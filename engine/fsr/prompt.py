@@ -18,7 +18,7 @@ from cuda_llm.engine.core.status import STATUSES
 from cuda_llm.engine.counters.describe import prompt_text as counters_prompt_text
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks
 from cuda_llm.engine.judge.judgement import Judgement, LibraryResult
-from cuda_llm.engine.judge.metrics import ROOFLINE_NAME, roofline_text
+from cuda_llm.engine.judge.metrics import ROOFLINE_NAME, roofline_text, speedup_text
 from cuda_llm.engine.llm.base import Message
 from cuda_llm.engine.task.model import Task
 
@@ -299,7 +299,7 @@ class PromptBuilder:
         lib = self.library
         if lib is None or lib.timing is None or lib.figures is None:
             return ""
-        speedup = f", {lib.figures.speedup:.2f}x the baseline" if lib.figures.speedup else ""
+        speedup = f", {lib.figures.speedup:.2f}x {lib.figures.baseline_name}" if lib.figures.speedup else ""
         return (
             f"For reference, the vendor library ({lib.name}) takes {_us(lib.timing.median_us)} on this GPU"
             f"{speedup}: a target worth matching.\n"
@@ -325,8 +325,8 @@ class PromptBuilder:
                 parts.append(f"{fig.gflops:.0f} GFLOP/s")
             if fig.floor_us:
                 parts.append(roofline_text(fig.roofline_pct, fig.bound))
-            if fig.speedup is not None:
-                parts.append(f"{fig.speedup:.2f}x the baseline")
+            if (speed := speedup_text(fig)) is not None:
+                parts.append(speed)
             figures = ", ".join(parts)
         res = best.timing.resources if best.timing else ()
         resources = "; ".join(

@@ -49,6 +49,8 @@ class SessionOptions:
     switch_server: bool = False
     # Which candidates' hardware counters are read ("off", "best", "all"); None: the settings' own.
     counters: str | None = None
+    # Also time torch.compile beside eager, for a task imported from a PyTorch module (--torch-compile).
+    torch_compile: bool = False
 
 
 @dataclass
@@ -155,6 +157,8 @@ async def open_session(
         settings = dataclasses.replace(
             settings, counters=dataclasses.replace(settings.counters, mode=options.counters)  # type: ignore[arg-type]  # the CLI's choices are the mode literals
         )
+    if options.torch_compile:
+        settings = dataclasses.replace(settings, profile=dataclasses.replace(settings.profile, torch_compile=True))
     bus = bus or EventBus()
     store = store or SessionStore(options.db)
     library = library or TaskLibrary()

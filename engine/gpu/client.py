@@ -28,6 +28,7 @@ from cuda_llm.engine.gpu.protocol import (
     ProgramRef,
     Response,
     ShutdownRequest,
+    TorchCompileRequest,
     ValidateRequest,
     ValidationReport,
     Verdict,
@@ -228,11 +229,11 @@ class GpuWorker:
         return ValidationReport(verdict=verdict, summary=response.error or fault.message, fault=fault)
 
     async def profile(
-        self, task: Task, programs: list[ProgramRef], library: bool = False
+        self, task: Task, programs: list[ProgramRef], library: bool = False, torch_compile: bool = False
     ) -> ProfileReport | ProfileFailure:
         response = await self._request(
-            ProfileRequest(str(task.folder), tuple(programs), library),
-            self.profile_budget_s(len(programs) + int(library)),
+            ProfileRequest(str(task.folder), tuple(programs), library, torch_compile),
+            self.profile_budget_s(len(programs) + int(library) + int(torch_compile)),
         )
         if response.ok:
             return cast(ProfileReport, response.result)
@@ -240,6 +241,20 @@ class GpuWorker:
             response.result if isinstance(response.result, Fault) else Fault("crashed", "WORKER", response.error or "")
         )
         return ProfileFailure(fault)
+
+    async def torch_compile(self, task: Task) -> str | None:
+        """torch.compile an imported task's module in this worker (kept there for later profiles), with
+        its own time limit: None when ready, else the one line saying why there is none. Past the
+        limit the worker is killed (a compile cannot be interrupted) and restarted on its next job."""
+        limit = self.settings.profile.torch_compile_timeout_s
+        response = await self._request(
+            TorchCompileRequest(str(task.folder)), limit + self.settings.worker.job_slack_s + _REFERENCE_ALLOWANCE_S
+        )
+        if response.ok:
+            return cast("str | None", response.result)
+        if isinstance(response.result, Fault) and response.result.kind == "timed_out":
+            return f"torch.compile did not finish within {limit:.0f} s (settings: profile.torch_compile_timeout_s)"
+        return f"torch.compile failed: {response.error or 'the GPU worker gave no reason'}"
 
     async def peaks(self, force: bool = False) -> Peaks:
         response = await self._request(PeaksRequest(force), 300.0)

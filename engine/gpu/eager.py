@@ -85,6 +85,8 @@ class EagerProgram:
         self.stream = torch.cuda.ExternalStream(int(ctx.stream), device=torch.device("cuda", ctx.index))
         self._models: dict[str, Any] = {}
         self._kept: list[Any] = []  # the last result, alive until the next run (as eager code holds it)
+        # The module as torch.compile made it, once a request asked for it (engine/gpu/torch_compile.py).
+        self.compiled: Any = None
 
     def _model(self, task: Task, case: SizeCase) -> Any:
         if case.label not in self._models:
@@ -93,8 +95,15 @@ class EagerProgram:
         return self._models[case.label]
 
     def bind(
-        self, task: Task, case: SizeCase, device: dict[str, DeviceBuffer], write_outputs: bool = False
+        self,
+        task: Task,
+        case: SizeCase,
+        device: dict[str, DeviceBuffer],
+        write_outputs: bool = False,
+        compiled: Any = None,
     ) -> BoundLibrary:
+        """One run of forward on these buffers; with `compiled` (a CompiledForward), torch.compile's
+        forward of the same module instead, bound the same way."""
         torch = self.torch
         env = task.env(case)
         sizes = task.params(case)
@@ -104,7 +113,7 @@ class EagerProgram:
         }
         binding = self.module.binding
         try:
-            model = self._model(task, case)
+            model = self._model(task, case) if compiled is None else compiled.model
         except Exception as exc:
             raise LibraryError(f"{EAGER_NAME} could not build the module: {type(exc).__name__}: {exc}") from None
         args = [tensors[n] for n in binding.inputs]
@@ -118,13 +127,17 @@ class EagerProgram:
         outputs = [tensors[n] for n in binding.outputs]
 
         def enqueue() -> None:
-            result = self.module.forward(model, sizes, args, params)
+            if compiled is None:
+                result = self.module.forward(model, sizes, args, params)
+            else:
+                result = compiled(sizes, args, params)
             if write_outputs:
                 for dst, src in zip(outputs, result, strict=True):
                     dst.copy_(src.reshape(dst.shape))
             self._kept[:] = result
 
-        return BoundLibrary(EAGER_NAME, enqueue, _OnStream(torch, self.stream), scrub=self.scrub)
+        name = EAGER_NAME if compiled is None else compiled.name
+        return BoundLibrary(name, enqueue, _OnStream(torch, self.stream), scrub=self.scrub)
 
     def scrub(self) -> None:
         """Let go of the last result and wipe every block PyTorch's caching allocator keeps but no

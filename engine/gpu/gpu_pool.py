@@ -95,14 +95,24 @@ class GpuPool:
         return dataclasses.replace(report, ran_on=self.ran_on(worker))
 
     async def profile(
-        self, task: Task, programs: list[ProgramRef], worker: int = 0, library: bool = False
+        self,
+        task: Task,
+        programs: list[ProgramRef],
+        worker: int = 0,
+        library: bool = False,
+        torch_compile: bool = False,
     ) -> ProfileReport | ProfileFailure:
         """Time on one given GPU (the Judge spreads a round's groups over `range(size)`); with
-        `library`, the task's vendor-library program too."""
-        report = await self.workers[worker].profile(task, programs, library)
+        `library`, the task's vendor-library program too; with `torch_compile`, the module as
+        torch_compile() compiled it on that GPU."""
+        report = await self.workers[worker].profile(task, programs, library, torch_compile)
         if isinstance(report, ProfileReport):
             report = dataclasses.replace(report, ran_on=self.ran_on(self.workers[worker]))
         return report
+
+    async def torch_compile(self, task: Task, worker: int = 0) -> str | None:
+        """torch.compile an imported task's module on one GPU's worker (GpuWorker.torch_compile)."""
+        return await self.workers[worker].torch_compile(task)
 
     async def peaks(self, force: bool = False) -> Peaks:
         """The first GPU's ceilings (measured for every GPU, so each one's cache is warm)."""

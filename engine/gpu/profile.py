@@ -30,6 +30,7 @@ from cuda_llm.engine.gpu.protocol import DeviceInfo, Fault, ProfileReport, Timin
 from cuda_llm.engine.gpu.reference_cache import ReferenceCache
 from cuda_llm.engine.gpu.runner import ModuleFunctions, PlanError, PreparedPlan, prepare
 from cuda_llm.engine.gpu.telemetry import Nvml
+from cuda_llm.engine.gpu.torch_compile import TORCH_COMPILE_LABEL
 from cuda_llm.engine.gpu.validate import BufferSet, poison, task_bytes
 from cuda_llm.engine.task.model import Task
 from cuda_llm.engine.task.reference import case_seed
@@ -391,6 +392,7 @@ class Profiler:
         programs: list[tuple[str, Any, Any, bool]],
         library: Library | None = None,
         eager: Any = None,
+        torch_compile: Any = None,
     ) -> ProfileReport:
         """Time (label, loaded module, bound plan, trusted) programs interleaved at the timing size,
         and the task's vendor-library program with them when `library` is given (checked against the
@@ -410,6 +412,11 @@ class Profiler:
             entries.insert(0, _Entry(EAGER_LABEL, None, None, trusted=True, library=eager))
         if library is not None:
             entries.append(_Entry(LIBRARY_LABEL, None, None, library=library))
+        if torch_compile is not None:
+            # torch.compile of the same module (engine/gpu/torch_compile.py), bound like eager; its
+            # result was checked against the reference when it was compiled, so it is trusted too
+            # (checking it here would need a copy into the outputs inside its timed runs).
+            entries.append(_Entry(TORCH_COMPILE_LABEL, None, None, trusted=True, library=torch_compile))
         # The inputs go up once; every program's own buffers are filled from them on the device.
         with phase("upload"):
             self._masters = {name: self.ctx.alloc(host.nbytes) for name, host in timed_inputs.items()}

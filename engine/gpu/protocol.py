@@ -207,6 +207,8 @@ class ProfileReport:
     library_name: str | None = None
     library_note: str | None = None
     ran_on: RanOn | None = None  # set by the pool that ran it
+    # Why there is no timing labelled "torch.compile" when it was asked for and there is none.
+    torch_compile_note: str | None = None
 
 
 # ---- requests --------------------------------------------------------------------------------
@@ -234,6 +236,17 @@ class ProfileRequest:
     task_folder: str
     programs: tuple[ProgramRef, ...]  # the baseline and candidates, timed interleaved
     library: bool = False  # also time the task's vendor-library program, interleaved with them
+    # Also time the module as torch.compile made it (an imported task, compiled before by a
+    # TorchCompileRequest to this worker), interleaved with them.
+    torch_compile: bool = False
+
+
+@dataclass(frozen=True)
+class TorchCompileRequest:
+    """torch.compile an imported task's module at its timing size and keep it in the worker; answered
+    with None when it is ready, else the one line saying why there is none."""
+
+    task_folder: str
 
 
 @dataclass(frozen=True)

@@ -162,6 +162,17 @@ class WorkerState:
             self._eager[key] = EagerProgram(self.ctx, task)
         return self._eager[key]
 
+    def torch_compiled(self, task: Any) -> tuple[Any, str | None]:
+        """(torch.compile's program of an imported task, or None and why there is none)."""
+        from cuda_llm.engine.gpu.torch_compile import CompiledProgram
+
+        if task.pytorch_module is None:
+            return None, f"task {task.name!r} is not imported from a PyTorch module"
+        program = self.eager(task)
+        if program.compiled is None:
+            return None, "torch.compile was not compiled in this GPU worker (it restarted, or took another task, since)"
+        return CompiledProgram(program), None
+
     @property
     def profiler(self) -> Any:
         if self._profiler is None:
@@ -309,9 +320,12 @@ def handle_profile(state: WorkerState, req: Any):
             modules.append(module)
             programs.append((p.label, module, p.plan, p.trusted))
         library, name, note = state.library(task) if req.library else (None, None, None)
-        report = state.profiler.profile(task, programs, library, eager)
+        compiled, compiled_note = state.torch_compiled(task) if req.torch_compile else (None, None)
+        report = state.profiler.profile(task, programs, library, eager, compiled)
         if req.library:
             report = dataclasses.replace(report, library_name=name, library_note=note)
+        if compiled_note:
+            report = dataclasses.replace(report, torch_compile_note=compiled_note)
         return Response(ok=True, result=report)
     except (CudaError, KernelTimeout) as exc:
         fault, fatal = _fault_response(exc, getattr(exc, "case", None))
@@ -322,6 +336,26 @@ def handle_profile(state: WorkerState, req: Any):
         for module in modules:
             with contextlib.suppress(CudaError):
                 state.ctx.unload_module(module)
+
+
+def handle_torch_compile(state: WorkerState, req: Any):
+    """Compile an imported task's module with torch.compile (engine/gpu/torch_compile.py) and keep it
+    for this worker's later profiles: answered with None when ready, else why there is none."""
+    from cuda_llm.engine.gpu.protocol import Response
+    from cuda_llm.engine.gpu.torch_compile import compile_for
+
+    task = state.task(req.task_folder)
+    if task.pytorch_module is None:
+        return Response(ok=True, result=f"task {task.name!r} is not imported from a PyTorch module")
+    try:
+        program = state.eager(task)
+    except Exception as exc:  # PyTorch missing or broken in the worker's environment
+        from cuda_llm.engine.core.errors import describe
+
+        return Response(ok=True, result=f"torch.compile could not start: {describe(exc)}")
+    if program.compiled is not None:
+        return Response(ok=True, result=None)
+    return Response(ok=True, result=compile_for(program, task, state.refs))
 
 
 def handle_peaks(state: WorkerState, req: Any):
@@ -350,6 +384,7 @@ def serve(proto_in: IO[bytes], proto_out: IO[bytes]) -> int:
         P.ValidateRequest: handle_validate,
         P.ProfileRequest: handle_profile,
         P.PeaksRequest: handle_peaks,
+        P.TorchCompileRequest: handle_torch_compile,
     }
     while True:
         try:

@@ -24,6 +24,7 @@ from cuda_llm.engine.core.errors import FormatError, UserError, headline
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.library import LIBRARY_LABEL, library_name
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks, ProfileReport, RanOn, Timing
+from cuda_llm.engine.gpu.torch_compile import TORCH_COMPILE_LABEL, TORCH_COMPILE_NAME
 from cuda_llm.engine.judge.judgement import (
     BASELINE_LABEL,
     Candidate,
@@ -34,7 +35,15 @@ from cuda_llm.engine.judge.judgement import (
     RoundTiming,
     Status,
 )
-from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, Figures, describe_levels, figures, roofline_text, share_text
+from cuda_llm.engine.judge.metrics import (
+    PHYSICAL_NAME,
+    Figures,
+    describe_levels,
+    figures,
+    roofline_text,
+    share_text,
+    speedup_text,
+)
 from cuda_llm.engine.judge.output_caps import capped_compile
 from cuda_llm.engine.judge.schedule import expected_cost_s, split_by_cost
 from cuda_llm.engine.task.model import Task
@@ -93,6 +102,7 @@ class Judge:
         self.counters = counters  # reads hardware counters on this machine's GPU; None: not here
         self._baseline: Compiled | None = None
         self._library: LibraryResult | None = None
+        self._torch_compile: LibraryResult | None = None
         # What a launch may ask for: the GPU's own limits, or the target arch's in compile-only mode.
         self.limits: LaunchLimits = device_limits(device) if device is not None else arch_limits(arch)
 
@@ -211,7 +221,14 @@ class Judge:
         rt = await self.profile([])
         if rt.baseline is None:
             return verdict
-        fig = figures(self.task, rt.baseline, self.peaks, rt.baseline, self.settings.profile.suspect_physical_share)
+        fig = figures(
+            self.task,
+            rt.baseline,
+            self.peaks,
+            rt.baseline,
+            self.settings.profile.suspect_physical_share,
+            self.torch_compile_timing,
+        )
         return dataclasses.replace(
             verdict,
             timing=rt.baseline,
@@ -322,7 +339,9 @@ class Judge:
             return dataclasses.replace(
                 j, status="launch_error", message=f"timing failed: {msg}", ran_on=ran_on or j.ran_on
             )
-        fig = figures(self.task, t, self.peaks, base_t, self.settings.profile.suspect_physical_share)
+        fig = figures(
+            self.task, t, self.peaks, base_t, self.settings.profile.suspect_physical_share, self.torch_compile_timing
+        )
         status: Status = j.status if j.status != "suspect" else "correct"
         warnings = tuple(w for w in j.warnings if not w.startswith("measured "))
         if t.state_check:
@@ -374,6 +393,47 @@ class Judge:
         self._library = result
         return result
 
+    # ---- torch.compile, an imported task's optional second yardstick -----------------------------
+    @property
+    def torch_compile_timing(self) -> Timing | None:
+        """torch.compile's timing once torch_compile() timed it: every later figure's second speedup."""
+        return self._torch_compile.timing if self._torch_compile is not None else None
+
+    async def torch_compile(self) -> LibraryResult:
+        """An imported task's module through torch.compile: compiled in a request of its own (with its
+        own time limit, on the first GPU), then timed interleaved with eager like the vendor library;
+        measured once per Judge. Judgements timed after it carry 'x torch.compile' beside 'x eager'
+        (its time over theirs; on several GPUs, against the first GPU's figure). When there is no
+        figure, the result's note says why in one line, and everything goes on with eager alone."""
+        if self._torch_compile is None:
+            self._torch_compile = await self._time_torch_compile()
+        return self._torch_compile
+
+    async def _time_torch_compile(self) -> LibraryResult:
+        name = TORCH_COMPILE_NAME
+        if self.task.pytorch_module is None:
+            return LibraryResult(name, note=f"task {self.task.name!r} is not imported from a PyTorch module")
+        if self.gpu is None:
+            return LibraryResult(name, note="compile-only: no GPU to time it on")
+        compile_on = getattr(self.gpu, "torch_compile", None)
+        if compile_on is None:
+            return LibraryResult(name, note="torch.compile is timed on this machine's own GPUs only")
+        note = await compile_on(self.task)
+        if note is not None:
+            return LibraryResult(name, note=note)
+        baseline = await self.baseline()
+        outcome = await self.gpu.profile(self.task, [baseline.program()], torch_compile=True)
+        if not isinstance(outcome, ProfileReport):
+            return LibraryResult(name, note=f"could not be timed: {outcome.fault.message}")
+        by_label = {t.label: t for t in outcome.timings}
+        t, base_t = by_label.get(TORCH_COMPILE_LABEL), by_label.get(BASELINE_LABEL)
+        if t is None:
+            return LibraryResult(name, note=outcome.torch_compile_note or "not timed")
+        if t.fault is not None:
+            return LibraryResult(name, note=t.fault.message, device=outcome.device)
+        fig = figures(self.task, t, self.peaks, base_t, self.settings.profile.suspect_physical_share)
+        return LibraryResult(name, t, fig, device=outcome.device)
+
     # ---- hardware counters: what limits it (engine/counters) ----------------------------------
     async def read_counters(self, compiled: Compiled) -> CountersReport:
         """The program's hardware counters at the timing size and what they say limits it, read in a
@@ -401,8 +461,8 @@ class Judge:
 
 def describe_timing(fig: Figures) -> str:
     parts = [f"correct; {fig.median_us:.1f} us (IQR {fig.iqr_us:.1f})"]
-    if fig.speedup is not None:
-        parts.append(f"{fig.speedup:.2f}x the baseline")
+    if (speed := speedup_text(fig)) is not None:
+        parts.append(speed)
     if fig.floor_us:
         parts.append(roofline_text(fig.roofline_pct, fig.bound))
     if fig.physical_floor_us:

@@ -12,12 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cuda_llm.engine.gpu.protocol import LatencyLevel, Peaks, Timing
+from cuda_llm.engine.gpu.torch_compile import TORCH_COMPILE_NAME
 from cuda_llm.engine.task.model import Task
 
 # How every roofline share is named where it is shown, so a reader knows which ceiling it is against.
 ROOFLINE_NAME = "the achievable roofline"
 # ... and the physical share beside it (the hardware's own ceiling, which no honest time beats).
 PHYSICAL_NAME = "the physical limit"
+# What a speedup is over, as every figure says it ("3.10x the baseline"): a hand-written task's
+# baseline.cu, or PyTorch eager for a task imported from a module ("3.10x eager").
+BASELINE_NAME = "the baseline"
+EAGER_NAME = "eager"
 
 
 def share_text(pct: float, of: str = ROOFLINE_NAME) -> str:
@@ -46,6 +51,9 @@ class Figures:
     physical_floor_us: float = 0.0  # max(bytes / physical bandwidth, flops / physical peak)
     physical_share: float = 0.0  # physical floor / measured time (cannot honestly exceed 1)
     levels: tuple[LatencyLevel, ...] = ()  # two when the samples fell into two levels (Timing.levels)
+    baseline_name: str = BASELINE_NAME  # what `speedup` is over (baseline_name(task))
+    # torch.compile's median over this median, when it was timed (an imported task, asked for)
+    torch_compile_speedup: float | None = None
 
     @property
     def roofline_pct(self) -> float:
@@ -54,6 +62,35 @@ class Figures:
     @property
     def physical_pct(self) -> float:
         return 100.0 * self.physical_share
+
+
+def baseline_name(task: Task) -> str:
+    """What a speedup over this task's baseline is called: "eager" for an imported PyTorch module."""
+    return EAGER_NAME if task.pytorch_module is not None else BASELINE_NAME
+
+
+def speedups_text(speedup: float, over: str = BASELINE_NAME, torch_compile: float | None = None) -> str:
+    """The one wording of a program's speedups: '3.10x the baseline', or for an imported task
+    '2.40x eager, 1.30x torch.compile' (the second only where torch.compile was timed)."""
+    text = f"{speedup:.2f}x {over}"
+    if torch_compile is not None:
+        text += f", {torch_compile:.2f}x {TORCH_COMPILE_NAME}"
+    return text
+
+
+def speedup_text(fig: Figures | None) -> str | None:
+    """speedups_text of a program's figures; None without a speedup."""
+    if fig is None or fig.speedup is None:
+        return None
+    return speedups_text(fig.speedup, fig.baseline_name, fig.torch_compile_speedup)
+
+
+def speedup_text_of(figures: dict | None) -> str | None:
+    """speedup_text of figures as stored or exported (a dict; older records name no baseline)."""
+    if not figures or not figures.get("speedup"):
+        return None
+    over = figures.get("baseline_name") or BASELINE_NAME
+    return speedups_text(figures["speedup"], over, figures.get("torch_compile_speedup"))
 
 
 def peak_flops(task: Task, peaks: Peaks) -> float | None:
@@ -80,9 +117,15 @@ def _floor(nbytes: int, flops: int, bandwidth: float, peak: float | None) -> tup
 
 
 def figures(
-    task: Task, timing: Timing, peaks: Peaks | None, baseline: Timing | None, suspect_share: float = 1.0
+    task: Task,
+    timing: Timing,
+    peaks: Peaks | None,
+    baseline: Timing | None,
+    suspect_share: float = 1.0,
+    torch_compile: Timing | None = None,
 ) -> Figures:
-    """`suspect_share`: the share of the PHYSICAL floor beyond which a time cannot be honest."""
+    """`suspect_share`: the share of the PHYSICAL floor beyond which a time cannot be honest;
+    `torch_compile`: its timing when it was timed, for the second speedup."""
     nbytes, flops = task.bytes_and_flops(task.timing)
     t = timing.median_us * 1e-6
     floor, bound, physical = 0.0, "memory", 0.0
@@ -113,6 +156,10 @@ def figures(
         physical_floor_us=physical * 1e6,
         physical_share=physical_share,
         levels=timing.levels,
+        baseline_name=baseline_name(task),
+        torch_compile_speedup=(torch_compile.median_us / timing.median_us)
+        if torch_compile is not None and torch_compile.fault is None and timing.median_us > 0
+        else None,
     )
 
 

@@ -62,6 +62,34 @@ def test_the_stub_is_never_what_runs(gpu, imported):
     assert j.status == "wrong" and j.validation is not None and j.validation.cases[0].unwritten > 0
 
 
+@pytest.mark.parametrize("name", ["scale_add_relu", "softmax_rows", "linear_matmul"])
+def test_torch_compile_is_a_second_figure_beside_eager(gpu, imported, name):
+    # --torch-compile: the module compiled in a request of its own, checked against the reference,
+    # then timed like eager; a correct reply's figures then say 'x eager, x torch.compile'.
+    import dataclasses
+
+    settings = dataclasses.replace(gpu.settings, profile=dataclasses.replace(gpu.settings.profile, torch_compile=True))
+    task = gpu.task(str(imported[name]))
+    judge = gpu.env.judge(task, settings)
+    compiled = gpu.run(judge.torch_compile())
+    assert compiled.timing is not None and compiled.figures is not None, compiled.note
+    assert compiled.figures.baseline_name == "eager" and compiled.figures.speedup
+    assert gpu.run(judge.torch_compile()) is compiled  # once per judge; the worker keeps the compiled module
+    cand = judge.parse(f"{name}.md", (REPLIES / f"{name}.md").read_text(encoding="utf-8"), origin="user")
+    j = gpu.run(judge.judge(cand))
+    assert j.status == "correct", j.message
+    assert j.figures is not None and j.figures.torch_compile_speedup, j.message
+    assert "x eager, " in j.message and "x torch.compile" in j.message
+    # A second judge of the same task on the same worker reuses the compiled module: timed again, not compiled.
+    again = gpu.run(gpu.env.judge(task, settings).torch_compile())
+    assert again.timing is not None, again.note
+    print(
+        f"{name}: eager {compiled.timing.median_us * compiled.figures.speedup:.1f} us, torch.compile "
+        f"{compiled.timing.median_us:.1f} us ({compiled.figures.speedup:.2f}x eager), reply "
+        f"{j.timing.median_us:.1f} us: {j.message} on {j.device}"
+    )
+
+
 def test_bench_prints_fast_p_and_a_loop_beats_eager(tmp_path):
     reason = gpu_unavailable_reason()
     if reason:
