@@ -188,3 +188,22 @@ def test_without_peaks_or_a_time_there_is_no_share_and_no_suspicion(task):
         fig = figures(task, blank, peaks, None)
         assert (fig.roofline_share, fig.physical_share, fig.gbps, fig.suspect) == (0.0, 0.0, 0.0, None)
     assert figures(task, blank, None, None).bound == "memory"
+    fig = figures(task, blank, FAKE_PEAKS_SLOW, blank)
+    assert (fig.gflops, fig.speedup) == (0.0, None)
+
+
+def test_the_achieved_rates_the_speedup_and_the_levels_are_the_timings_own(task):
+    """Half a microsecond (a tiny task's time): rates over the task's minimal bytes and flops, the
+    baseline's median over this one, and the two latency levels passed through as measured."""
+    from cuda_llm.engine.gpu.protocol import LatencyLevel
+
+    nbytes, flops = task.bytes_and_flops(task.timing)
+    levels = (LatencyLevel(0.45, 0.5, 1980.0), LatencyLevel(0.55, 0.5, 1755.0))
+    t = 0.5
+    timing = Timing("r1-1", t, t, t, t, 50, 0, "events", 1, None, levels=levels)
+    base = Timing("baseline", 2.0, 2.0, 2.0, 2.0, 50, 0, "events", 1, None)
+    fig = figures(task, timing, FAKE_PEAKS_SLOW, base)
+    assert fig.gbps == pytest.approx(nbytes / 0.5e-6 / 1e9, rel=1e-12)
+    assert fig.gflops == pytest.approx(flops / 0.5e-6 / 1e9, rel=1e-12)
+    assert fig.speedup == 4.0
+    assert fig.levels == levels
