@@ -49,7 +49,7 @@ INPUT_FINDER = SEARCH.replace("ON_FOUND", f"for (int j = 0; j < n; ++j) c[j] = {
 
 
 @pytest.mark.fault(
-    "cheats",
+    "host safety",
     "a kernel that searches device memory outside its buffers for the answer (an earlier run's outputs, "
     "the expected values) and copies it out",
     "wrong: nothing to find (every buffer is wiped when given back); every output unwritten",
