@@ -7,7 +7,9 @@ they are set on the module before it is built and before every forward (forward 
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import sys
 import tomllib
 from collections.abc import Mapping
 from contextlib import suppress
@@ -62,10 +64,18 @@ class ImportedModule:
         self.folder = Path(folder)
         self.binding = read_binding(self.folder)
         path = self.folder / self.binding.module_file
-        spec = importlib.util.spec_from_file_location(f"cuda_llm_module_{self.folder.name}", path)
+        # A name of its own per folder, registered in sys.modules: torch.compile (Dynamo) looks the
+        # module up by its __module__ name to read its globals, and fails on an unregistered one.
+        name = f"cuda_llm_module_{self.folder.name}_{hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:8]}"
+        spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None
         self.module: ModuleType = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(self.module)
+        sys.modules[name] = self.module
+        try:
+            spec.loader.exec_module(self.module)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
 
     def set_sizes(self, sizes: Mapping[str, int | float]) -> None:
         for k, v in {**self.binding.fixed, **sizes}.items():

@@ -6,6 +6,8 @@ compile time inside a timed run."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -45,3 +47,22 @@ def test_the_task_tensors_are_the_parameters_and_a_recompile_raises():
     args, params = _tensors(rows=5)
     with pytest.raises(Exception, match=r"[Rr]ecompil"):
         compiled({"N": 5}, args, params)
+
+
+def test_a_module_loaded_from_a_task_folder_compiles(tmp_path):
+    """Dynamo reads a module's globals through sys.modules under the module's __module__ name: a task's
+    module.py loaded without registering it failed on the GPU with 'No module named
+    cuda_llm_module_<task>'. Loaded as the worker loads it, it compiles and runs."""
+    from cuda_llm.engine.torchtask.importer import import_module
+    from cuda_llm.engine.torchtask.runtime import ImportedModule
+
+    folder = import_module(
+        Path(__file__).resolve().parents[2] / "examples" / "pytorch" / "scale_add_relu.py", tmp_path
+    ).folder
+    loaded = ImportedModule(folder)
+    model = loaded.build({})
+    assert type(model).__module__ in sys.modules
+    inputs = [torch.as_tensor(x) if not isinstance(x, torch.Tensor) else x for x in loaded.module.get_inputs()]
+    small = [x[..., :8] if x.dim() else x for x in inputs]
+    compiled = torch.compile(model, backend="aot_eager", fullgraph=False)
+    torch.testing.assert_close(compiled(*small), model(*small))
