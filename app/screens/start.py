@@ -385,7 +385,7 @@ class StartScreen(Screen[None]):
         field = self.query_one("#opt-n", Input)
         before = getattr(self, "_n_before_manual", None)
         if spec == "manual" and field.value != "1":
-            self._n_before_manual = field.value
+            self._n_before_manual: str | None = field.value
             field.value = "1"
         elif spec != "manual" and before is not None:
             if field.value == "1":

@@ -294,7 +294,7 @@ async def _accelerator_type(model: str | None) -> tuple[str | None, int]:
     found = [n for n in await nodes() if n.accelerator and n.gpus]
     wanted = model.lower()
     matches = sorted(
-        {n.accelerator for n in found if n.accelerator.lower() in wanted or wanted in n.accelerator.lower()}
+        {acc for n in found if (acc := n.accelerator) and (acc.lower() in wanted or wanted in acc.lower())}
     )
     if len(matches) != 1:
         return None, 0
