@@ -21,7 +21,7 @@ only the kernel's own, freshly overwritten allocations, the thief would find not
 the arena stopped wiping. The wipe itself is pinned on the CPU by tests/gpu_side/test_arena.py
 (test_idle_buffers_hold_nothing_of_their_last_user_while_others_run goes red without it) and on a
 GPU by tests/gpu/test_multi_gpu.py (test_the_driver_wipes_a_freed_buffer_before_handing_it_out_again:
-a reused buffer read back whole, its alignment slack included, holds only zeros).
+a reused buffer read back holds only zeros).
 
 The control: the same two-launch plan and the same scan, with the first launch copying the input
 `a` into the scratch. The scan skips only a, b and c, so it must find that copy (in the scratch's
