@@ -65,6 +65,9 @@ def _int(text: str, name: str, low: int, high: int | None = None) -> int:
 
 
 class StartScreen(Screen[None]):
+    # N as it was before manual mode set it to 1, to give it back when another model is picked.
+    _n_before_manual: str | None = None
+
     BINDINGS: ClassVar[list[BindingType]] = [
         # Letters (not in a text field: there they type), shown in the footer when they apply and
         # movable by the config's [keys] table; the F-keys beside them for terminals that pass them
@@ -383,11 +386,12 @@ class StartScreen(Screen[None]):
         """Manual mode asks the person for one kernel a round, not N: N goes to 1 while manual is
         picked, and back to what it was when another model is."""
         field = self.query_one("#opt-n", Input)
-        before = getattr(self, "_n_before_manual", None)
-        if spec == "manual" and field.value != "1":
-            self._n_before_manual: str | None = field.value
+        before = self._n_before_manual
+        manual = person_writes(spec)
+        if manual and field.value != "1":
+            self._n_before_manual = field.value
             field.value = "1"
-        elif spec != "manual" and before is not None:
+        elif not manual and before is not None:
             if field.value == "1":
                 field.value = before
             self._n_before_manual = None

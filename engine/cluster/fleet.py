@@ -293,9 +293,8 @@ async def _accelerator_type(model: str | None) -> tuple[str | None, int]:
 
     found = [n for n in await nodes() if n.accelerator and n.gpus]
     wanted = model.lower()
-    matches = sorted(
-        {acc for n in found if (acc := n.accelerator) and (acc.lower() in wanted or wanted in acc.lower())}
-    )
+    accelerators = {n.accelerator for n in found if n.accelerator is not None}
+    matches = sorted(acc for acc in accelerators if acc.lower() in wanted or wanted in acc.lower())
     if len(matches) != 1:
         return None, 0
     return matches[0], sum(int(n.gpus) for n in found if n.accelerator == matches[0])
