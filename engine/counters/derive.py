@@ -27,13 +27,27 @@ NEAR_PEAK_PCT = 75.0
 REREAD_FACTOR = 1.5
 # L2 traffic above this multiple of the minimal bytes: the SMs fetch the same data many times (each
 # byte crosses the L2 about twice at least: DRAM to L2 and L2 to SM, or SM to L2 and L2 to DRAM).
+# Used only where the L1 load counters are missing (uncoalesced accesses inflate it too).
 L2_REREAD_FACTOR = 6.0
-# Under this share of each fetched 32-byte sector's bytes used, the accesses are uncoalesced.
+# The bytes global loads asked of the L1 (sectors x 32 x the share of each used) above this multiple
+# of the minimal bytes: each input element is fetched again and again. A kernel tiled by T re-reads
+# each input about N/T times: at the library's 2048^3 matmul a 64-wide tile reads about 21x the
+# minimum, a 32-wide one about 43x, the naive kernel 384x (H200 recording: 1,073,741,824 sectors of
+# 34 GB for a 50 MB minimum). Streaming kernels read 1x or less.
+L1_REREAD_FACTOR = 64.0
+SECTOR_BYTES = 32
+# Under this share of each fetched 32-byte sector's bytes used, the accesses may be uncoalesced.
 COALESCED_PCT = 60.0
-# Without the bytes-used metric: more sectors per warp request than even 16-byte-per-thread loads
-# need (32 threads x 16 B = 512 B = 16 sectors) cannot be coalesced. 32-bit loads need 4.
-SECTORS_PER_REQUEST_MAX = 16.0
+# ...but only when a warp's request also touches more sectors than a coalesced one of 32-bit words
+# needs (32 threads x 4 B = 4 sectors). Low use at or under 4 sectors per request is threads sharing
+# addresses, not scattering them: a warp-wide broadcast (every thread reading A[row][k] in a naive
+# matmul) is 1 sector per request with 4 of its 32 bytes used, and averaged with the coalesced B loads
+# (4 sectors, all used) it reads "56% used, 2 sectors per request" on an H200, which stages through
+# shared memory would not fix as coalescing (its cost is the re-reading, _cache_rereads).
 IDEAL_SECTORS_32BIT = 4
+# Without the bytes-used metric: more sectors per warp request than even 16-byte-per-thread loads
+# need (32 threads x 16 B = 512 B = 16 sectors) cannot be coalesced.
+SECTORS_PER_REQUEST_MAX = 16.0
 # Loads or stores that are under this share of a kernel's global sectors are not judged for
 # coalescing: one thread writing a block's partial sum is no access pattern to fix.
 COALESCING_MIN_SHARE = 0.1
@@ -108,7 +122,7 @@ def _coalescing(k: KernelCounters) -> list[Finding]:
             continue
         used = k.get(used_name)
         per = f"{spr:.1f} sectors per request, {IDEAL_SECTORS_32BIT} ideal for 32-bit" if spr is not None else ""
-        if used is not None and used < COALESCED_PCT:
+        if used is not None and used < COALESCED_PCT and spr is not None and spr > IDEAL_SECTORS_32BIT:
             out.append(
                 Finding(
                     f"uncoalesced_{what}",
@@ -197,18 +211,44 @@ def _rereads(kernels: tuple[KernelCounters, ...], min_bytes: int) -> tuple[Findi
     )
 
 
-def _cache_rereads(k: KernelCounters, min_bytes: int, share: float) -> Finding | None:
-    """L2 traffic far above the minimum: data re-read from cache (no reuse within the SM). `share`:
-    the kernel's part of the plan's time, so a plan of several launches compares its own part."""
-    moved = k.get(M.L2_BYTES)
-    if moved is None or min_bytes <= 0:
+def load_bytes_from_l1(k: KernelCounters) -> float | None:
+    """The bytes the kernel's global loads used of what they fetched from the L1: its sectors x 32 x the
+    share of each sector used (so uncoalesced loads do not count as re-reads), all sectors when the
+    share is unknown."""
+    sectors = k.get(M.LD_SECTORS)
+    if sectors is None:
         return None
-    factor = moved / (min_bytes * max(share, 1e-9))
-    if factor < L2_REREAD_FACTOR:
+    used = k.get(M.LD_BYTES_USED)
+    return sectors * SECTOR_BYTES * (used / 100.0 if used is not None else 1.0)
+
+
+def _cache_rereads(k: KernelCounters, min_bytes: int, share: float, uncoalesced: bool) -> Finding | None:
+    """Global loads fetching far more than the minimum from the caches: data re-read (no reuse within the
+    SM). `share`: the kernel's part of the plan's time, so a plan of several launches compares its own
+    part. From the L1's load traffic where ncu gave it; else from the L2's, unless uncoalesced accesses
+    explain that."""
+    if min_bytes <= 0:
+        return None
+    part = min_bytes * max(share, 1e-9)
+    l1, l2 = load_bytes_from_l1(k), k.get(M.L2_BYTES)
+    if l1 is not None:
+        factor = l1 / part
+        if factor < L1_REREAD_FACTOR:
+            return None
+        fetched = (k.get(M.LD_SECTORS) or 0.0) * SECTOR_BYTES
+        also = f"; L2 traffic {l2 / part:.0f}x" if l2 is not None else ""
+        return Finding(
+            "cache_rereads",
+            f"cache re-reads: global loads use {factor:.0f}x the task's minimum from the L1/L2 caches "
+            f"({_bytes(l1)} used of {_bytes(fetched)} fetched, for {_bytes(min_bytes)}{also}): each element is "
+            "fetched again and again; tile it through shared memory (and registers) so each is loaded once per tile",
+            k.launch,
+        )
+    if l2 is None or uncoalesced or l2 / part < L2_REREAD_FACTOR:
         return None
     return Finding(
         "cache_rereads",
-        f"L2 traffic {factor:.0f}x the task's minimum: the same data is fetched from the L2 again and again; "
+        f"L2 traffic {l2 / part:.0f}x the task's minimum: the same data is fetched from the L2 again and again; "
         "keep it in shared memory or registers (tiling, register blocking)",
         k.launch,
     )
@@ -233,9 +273,8 @@ def derive(kernels: tuple[KernelCounters, ...], min_bytes: int, sm_count: int | 
             classes.append(cls)
         uncoalesced = _coalescing(k)
         details += uncoalesced
-        if not uncoalesced:  # uncoalesced accesses explain extra L2 traffic by themselves
-            share = k.duration_us / total_us if total_us else 1.0
-            details += [f for f in (_cache_rereads(k, min_bytes, share),) if f is not None]
+        share = k.duration_us / total_us if total_us else 1.0
+        details += [f for f in (_cache_rereads(k, min_bytes, share, bool(uncoalesced)),) if f is not None]
         details += [f for f in (_conflicts(k), _occupancy(k, sm_count), _stalls(k)) if f is not None]
     findings: list[Finding] = []
     if total_us and total_us < TOO_SHORT_US:

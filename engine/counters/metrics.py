@@ -102,6 +102,16 @@ METRICS: tuple[str, ...] = (
     *STALL_METRICS,
 )
 
+# The same counters under the names ncu's sections report them (`--section SpeedOfLight ...`, as a
+# person profiling by hand gets them): the name the set above uses <- (the section's name, the factor
+# to ours). Parsing fills ours from these where ours is missing, so a section report derives the same.
+SECTION_NAMES: dict[str, tuple[str, float]] = {
+    DRAM_PCT: ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", 1.0),
+    L2_BYTES: ("lts__t_sectors.sum", 32.0),  # 32-byte sectors
+    LD_BYTES_USED: ("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio", 100.0 / 32.0),  # bytes of 32
+    ST_BYTES_USED: ("smsp__sass_average_data_bytes_per_sector_mem_global_op_st.ratio", 100.0 / 32.0),
+}
+
 # The metrics read with ncu on this project's H100 machine (CUDA 13.0) before the set above was
 # chosen: what a run falls back to when ncu refuses a metric without naming it.
 CORE_METRICS: tuple[str, ...] = (

@@ -15,6 +15,8 @@ import io
 import re
 from dataclasses import dataclass, field
 
+from cuda_llm.engine.counters.metrics import SECTION_NAMES
+
 # Units to base units (bytes, nanoseconds); anything else (%, block, sector, warp, inst) stays as is.
 _UNIT_SCALE = {
     "byte": 1.0,
@@ -128,13 +130,23 @@ def _wide(header: list[str], rows: list[list[str]]) -> tuple[NcuRow, ...]:
     return tuple(sorted(out, key=lambda r: r.id))
 
 
+def _with_our_names(row: NcuRow) -> NcuRow:
+    """A row with the set's metric names filled from the names ncu's sections give the same counters."""
+    found = {
+        ours: row.values[theirs] * factor
+        for ours, (theirs, factor) in SECTION_NAMES.items()
+        if ours not in row.values and theirs in row.values
+    }
+    return NcuRow(row.id, row.kernel, {**row.values, **found}) if found else row
+
+
 def parse(text: str) -> NcuOutput:
     table = _table(text)
     rows: tuple[NcuRow, ...] = ()
     if table:
         header, body = [h.strip() for h in table[0]], table[1:]
         rows = _long(header, body) if "Metric Name" in header and "Metric Value" in header else _wide(header, body)
-    return NcuOutput(rows, _messages(text, "ERROR"), _messages(text, "WARNING"))
+    return NcuOutput(tuple(_with_our_names(r) for r in rows), _messages(text, "ERROR"), _messages(text, "WARNING"))
 
 
 _METRIC_NAME = re.compile(r"[a-z0-9]+__[A-Za-z0-9_.]+")

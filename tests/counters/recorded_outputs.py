@@ -24,3 +24,9 @@ def kernels(name: str, plan_kernels: tuple[str, ...]) -> tuple[KernelCounters, .
 def min_bytes(task: str) -> int:
     t = TaskLibrary().get(task)
     return t.bytes_and_flops(t.timing)[0]
+
+
+def section_kernel(name: str, kernel: str) -> KernelCounters:
+    """One kernel of a multi-kernel recording (the probe's four CuPy kernels), as launch 0."""
+    row = next(r for r in ncu_csv.parse(text(name)).rows if r.kernel == kernel)
+    return KernelCounters(0, kernel, row.values)

@@ -35,11 +35,13 @@ def test_compile_only_says_why_there_are_no_counters(tmp_path):
 
 
 def test_the_eval_report_shows_the_line_each_launch_and_the_other_findings():
-    report = derive(kernels("reduction_two_pass_raw.csv", ("block_sums", "final_sum")), min_bytes("reduction_sum"), 132)
+    report = derive(
+        kernels("h200_reduction_sum_baseline.csv", ("block_sums", "final_sum")), min_bytes("reduction_sum"), 132
+    )
     lines = counters_lines(report)
-    assert lines[0].startswith("counters: what limits it: block_sums (98% of the time): compute-bound")
-    assert lines[1].startswith("          block_sums: 623.1 us, DRAM 26% / SM 74% of peak, 0.54 GB from DRAM")
-    assert lines[2].startswith("          final_sum: 14.2 us")
+    assert lines[0].startswith("counters: what limits it: block_sums (89% of the time): compute-bound")
+    assert lines[1].startswith("          block_sums: 1466.8 us, DRAM 8% / SM 79% of peak, 0.54 GB from DRAM")
+    assert lines[2].startswith("          final_sum: 188.3 us")
     assert all(line.startswith(("counters:", "          ")) for line in lines)
     assert counters_lines(unavailable("no ncu here")) == ["counters: counters unavailable: no ncu here"]
     assert counters_lines(None) == []
@@ -72,7 +74,9 @@ def test_the_headless_run_prints_a_counters_line():
     from cuda_llm.engine.fsr import events as ev
     from cuda_llm.engine.judge.judgement import Judgement
 
-    report = derive(kernels("transpose_naive.csv", ("matrix_transpose",)), min_bytes("matrix_transpose"), 132)
+    report = derive(
+        kernels("h200_matrix_transpose_baseline.csv", ("matrix_transpose",)), min_bytes("matrix_transpose"), 132
+    )
     out = io.StringIO()
     printer = ProgressPrinter(out, live=False)
     printer(ev.CountersRead(1, 2, Judgement("r2-1", "correct", "correct", counters=report), True))

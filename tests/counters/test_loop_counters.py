@@ -36,7 +36,7 @@ def replayed_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{REPLAY}" "$@"\n')
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("REPLAY_NCU_STATE", str(tmp_path / "runs"))
-    monkeypatch.setenv("REPLAY_NCU_LOGS", str(RECORDED / "vector_add_float4.csv"))
+    monkeypatch.setenv("REPLAY_NCU_LOGS", str(RECORDED / "h200_vector_add_baseline.csv"))
     return exe
 
 
@@ -62,8 +62,8 @@ async def test_the_new_best_s_limits_reach_the_next_prompt_and_the_store(tmp_pat
     assert read.judgement.counters.ok
     assert "what limits it" not in prompts[0]
     assert "Hardware counters of this kernel" in prompts[1]
-    assert "- what limits it: DRAM bandwidth-bound near peak: 89% of peak" in prompts[1]
-    assert "- vector_add4: 151.9 us, DRAM 89% / SM 15% of peak" in prompts[1]  # the launch as ncu named it
+    assert "- what limits it: memory-bound: DRAM at 70% of peak (SM 42%)" in prompts[1]
+    assert "- vector_add: 116.3 us, DRAM 70% / SM 42% of peak" in prompts[1]  # the launch as ncu named it
     store = SessionStore(tmp_path / "sessions.db")
     try:
         stored = {r.label: r.judgement for r in store.candidates(result.session_id)}
@@ -72,9 +72,9 @@ async def test_the_new_best_s_limits_reach_the_next_prompt_and_the_store(tmp_pat
         store.close()
     assert stored["r1-1"].counters == read.judgement.counters
     # The session's report and its Markdown (what `export` writes) carry them.
-    assert report["best"]["counters"]["line"].startswith("what limits it: DRAM bandwidth-bound near peak")
-    assert report["best"]["counters"]["kernels"][0]["values"]["dram__bytes_read.sum"] == 268_697_856
-    assert "- hardware counters of the best: what limits it: DRAM bandwidth-bound" in markdown(report)
+    assert report["best"]["counters"]["line"].startswith("what limits it: memory-bound: DRAM at 70% of peak")
+    assert report["best"]["counters"]["kernels"][0]["values"]["dram__bytes_read.sum"] == 268_457_984
+    assert "- hardware counters of the best: what limits it: memory-bound: DRAM at 70%" in markdown(report)
     row = next(h for h in report["history"] if h["label"] == "r1-1")
     assert row["counters"] == report["best"]["counters"]["line"]
 

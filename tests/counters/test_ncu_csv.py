@@ -10,22 +10,41 @@ from cuda_llm.engine.counters import ncu_csv
 
 
 def test_the_details_page_gives_one_row_per_launch_in_base_units():
-    out = ncu_csv.parse(text("vector_add_float4.csv"))
-    assert [(r.id, r.kernel) for r in out.rows] == [(0, "vector_add4")]
+    out = ncu_csv.parse(text("h200_reduction_sum_baseline.csv"))
+    assert [(r.id, r.kernel) for r in out.rows] == [(0, "block_sums"), (1, "final_sum")]
     values = out.rows[0].values
-    assert values[M.DRAM_READ] == 268_697_856  # "268,697,856" in the file
-    assert values[M.DURATION] == 151_936  # nanoseconds
-    assert values[M.DRAM_PCT] == pytest.approx(89.21)
+    assert values[M.DRAM_READ] == 536_881_152  # "536,881,152" in the file
+    assert values[M.DURATION] == 1_466_816  # nanoseconds
+    assert values[M.SM_PCT] == pytest.approx(79.06)
     assert set(M.METRICS) <= set(values)
-    assert out.errors == () and out.warnings == ()
+    assert out.errors == ()
+    assert out.warnings == (
+        "Note: Running with unmodified GPU clocks. If not controlled otherwise, profiling results may be inconsistent.",
+    )
 
 
 def test_the_raw_page_gives_the_same_shape_with_its_units_row_skipped():
-    out = ncu_csv.parse(text("reduction_two_pass_raw.csv"))
-    assert [(r.id, r.kernel) for r in out.rows] == [(0, "block_sums"), (1, "final_sum")]
-    assert out.rows[0].values[M.DRAM_READ] == 537_395_200
-    assert out.rows[1].values[M.GRID_SIZE] == 1
-    assert set(M.METRICS) <= set(out.rows[1].values)
+    out = ncu_csv.parse(text("h200_sections_raw.csv"))
+    assert [(r.id, r.kernel) for r in out.rows] == [
+        (0, "transpose_naive"),
+        (1, "add_scalar"),
+        (2, "add_vec4"),
+        (3, "matmul_naive"),
+    ]
+    matmul = out.rows[3].values
+    assert matmul[M.LD_SECTORS] == 1_073_741_824 and matmul[M.GRID_SIZE] == 16_384
+    assert len(out.warnings) == 2 and out.warnings[1].startswith("Unable to access the following 6 metrics")
+
+
+def test_the_sections_names_of_our_counters_fill_ours():
+    """SpeedOfLight's DRAM figure, the L2's sectors and SourceCounters' bytes per sector (of 32) are the
+    set's DRAM share, L2 bytes and share of each sector used."""
+    matmul = ncu_csv.parse(text("h200_sections_raw.csv")).rows[3].values
+    assert matmul[M.DRAM_PCT] == matmul["gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"]
+    assert matmul[M.L2_BYTES] == 32 * matmul["lts__t_sectors.sum"]
+    assert matmul[M.LD_BYTES_USED] == pytest.approx(56.25)  # 18 bytes of 32
+    details = ncu_csv.parse(text("h200_matmul_baseline.csv")).rows[0].values
+    assert details[M.LD_BYTES_USED] == pytest.approx(56.25)  # the same counter asked for by our name
 
 
 @pytest.mark.parametrize(

@@ -58,12 +58,12 @@ async def collect(exe: Path | str, task_name: str = "reduction_sum", timeout_s: 
 
 
 async def test_a_recorded_run_becomes_a_report_with_each_launch_kept(fake_ncu):
-    exe, state = fake_ncu("reduction_two_pass_raw.csv")
+    exe, state = fake_ncu("h200_reduction_sum_baseline.csv")
     report = await collect(exe)
     assert report.ok and report.unavailable is None
     assert [(k.launch, k.kernel) for k in report.kernels] == [(0, "block_sums"), (1, "final_sum")]
     assert report.min_bytes == 4 * 134_217_728 + 4
-    assert report.summary.startswith("block_sums (98% of the time): compute-bound")
+    assert report.summary.startswith("block_sums (89% of the time): compute-bound")
     assert report.elapsed_s > 0
     args = json.loads(Path(f"{state}.args").read_text())
     assert args[args.index("--clock-control") + 1] == "none"  # clocks left alone
@@ -74,7 +74,7 @@ async def test_a_recorded_run_becomes_a_report_with_each_launch_kept(fake_ncu):
 
 
 async def test_the_probe_is_given_the_task_program_and_device(fake_ncu, tmp_path):
-    exe, _state = fake_ncu("reduction_two_pass_raw.csv")
+    exe, _state = fake_ncu("h200_reduction_sum_baseline.csv")
     keep = tmp_path / "spec.pkl"
     # The replayed ncu copies the spec it was given before the runner's folder goes away.
     wrapper = tmp_path / "ncu-keep"
@@ -114,7 +114,7 @@ async def test_no_kernel_profiled_is_one_line(fake_ncu):
 
 
 async def test_a_metric_this_ncu_does_not_know_is_dropped_and_the_run_repeated(fake_ncu):
-    exe, state = fake_ncu("unknown_metric.log", "vector_add_float4.csv")
+    exe, state = fake_ncu("unknown_metric.log", "h200_vector_add_baseline.csv")
     report = await collect(exe, "vector_add")
     assert report.ok
     assert report.dropped_metrics == (M.ST_BYTES_USED,)
@@ -133,14 +133,14 @@ async def test_a_probe_that_fails_gives_its_own_line(fake_ncu):
 
 
 async def test_a_run_past_its_time_limit_is_stopped(fake_ncu):
-    exe, _state = fake_ncu("vector_add_float4.csv", sleep="60")
+    exe, _state = fake_ncu("h200_vector_add_baseline.csv", sleep="60")
     report = await collect(exe, "vector_add", timeout_s=1.0)
     assert report.unavailable == "ncu took longer than 1 s and was stopped"
     assert not report.kernels
 
 
 async def test_keep_logs_keeps_what_ncu_wrote(fake_ncu, tmp_path):
-    exe, _ = fake_ncu("vector_add_float4.csv")
+    exe, _ = fake_ncu("h200_vector_add_baseline.csv")
     task, program = baseline_program("vector_add")
     kept = tmp_path / "kept"
     settings = CountersSettings(ncu_path=str(exe), keep_logs=str(kept))
@@ -148,12 +148,13 @@ async def test_keep_logs_keeps_what_ncu_wrote(fake_ncu, tmp_path):
     assert report.ok
     (log,) = kept.iterdir()
     assert (
-        log.name.startswith("vector_add-r1-1-") and log.read_text() == (RECORDED / "vector_add_float4.csv").read_text()
+        log.name.startswith("vector_add-r1-1-")
+        and log.read_text() == (RECORDED / "h200_vector_add_baseline.csv").read_text()
     )
 
 
 async def test_a_metric_refused_without_its_name_falls_back_to_the_core_set(fake_ncu):
-    exe, state = fake_ncu("metric_refused.log", "vector_add_float4.csv")
+    exe, state = fake_ncu("metric_refused.log", "h200_vector_add_baseline.csv")
     report = await collect(exe, "vector_add")
     assert report.ok and state.read_text() == "2"
     args = json.loads(Path(f"{state}.args").read_text())

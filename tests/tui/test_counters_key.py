@@ -29,7 +29,7 @@ async def test_c_reads_the_shown_candidate_s_counters(tmp_path, llm_server, monk
     exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{COUNTERS / "replay_ncu.py"}" "$@"\n')
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("REPLAY_NCU_STATE", str(tmp_path / "runs"))
-    monkeypatch.setenv("REPLAY_NCU_LOGS", str(COUNTERS / "recorded" / "vector_add_float4.csv"))
+    monkeypatch.setenv("REPLAY_NCU_LOGS", str(COUNTERS / "recorded" / "h200_vector_add_baseline.csv"))
     llm_server.default = by_request({}, default=streamed("vadd_us40"))
 
     async def environment(_options):
@@ -54,7 +54,7 @@ async def test_c_reads_the_shown_candidate_s_counters(tmp_path, llm_server, monk
         await pilot.press("c")
         await wait_for(pilot, lambda: "what limits it" in screen_text(app, "#validation-summary"), "the counters line")
         shown = screen_text(app, "#validation-summary")
-        assert "what limits it: DRAM bandwidth-bound near peak: 89% of peak" in shown
+        assert "what limits it: memory-bound: DRAM at 70% of peak" in shown
     store = SessionStore(db)
     try:
         (sid,) = [s.id for s in store.sessions()]
