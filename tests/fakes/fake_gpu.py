@@ -257,3 +257,17 @@ class FakeGpuFactory:
         uuid = f"GPU-fake-{node}-{os.getpid()}"
         info = dataclasses.replace(FAKE_DEVICE, index=device_index, name=self.name, uuid=uuid)
         return OneJobAtATime(delay_s=self.delay_s, baseline_us=self.baseline_us, info=info)
+
+
+@dataclass
+class FakeGpuPool(FakeGpu):
+    """A FakeGpu standing where the real GpuPool is built (engine/judge/judge_environment.py
+    open_local_environment): a session opened without a test's environment then gets what a real one on
+    this machine's GPU gets (its compilers, its counters reader). Patch it in for GpuPool, with
+    gpu_unavailable_reason answering None."""
+
+    def __init__(self, indices: object = (0,), settings: object = None, **fields: object) -> None:
+        super().__init__(**fields)  # type: ignore[arg-type]  # FakeGpu's own fields
+
+    async def start(self) -> list[DeviceInfo]:  # type: ignore[override]  # the pool's: every GPU's info
+        return [self.info]

@@ -139,6 +139,7 @@ async def test_a_headless_session_s_next_prompt_carries_the_counters_line(gpu, t
     assert reads and reads[0].is_best
     if reads[0].judgement.counters.unavailable is not None:
         pytest.skip(reads[0].judgement.counters.line())
+    assert len(llm_server.chat_requests) == 2, result.reason  # options() runs both rounds (no roofline stop)
     second = llm_server.chat_requests[1].messages[-1]["content"]
     assert "Hardware counters of this kernel" in second and "- what limits it: " in second
     print(next(line for line in second.splitlines() if line.startswith("- what limits it: ")))
