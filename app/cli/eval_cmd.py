@@ -187,6 +187,7 @@ def render(j, device: str, library=None, notes: tuple[str, ...] = (), torch_comp
 
 def counters_lines(report) -> list[str]:
     """What limits it, each launch's counters, and the findings the summary left out."""
+    from cuda_llm.engine.counters.derive import SUMMARY_FINDINGS
     from cuda_llm.engine.counters.describe import kernel_figures
 
     if report is None:
@@ -195,7 +196,9 @@ def counters_lines(report) -> list[str]:
         return [f"counters: {report.line()}"]
     lines = [f"counters: {report.line()} (ncu, {report.elapsed_s:.1f} s)"]
     lines += [f"          {kernel_figures(k)}" for k in report.kernels]
-    lines += [f"          also: {f.text}" for f in report.findings if f.text not in report.summary]
+    # The summary is made of the first findings (a plan of several kernels names each one once there,
+    # so their texts are not all in it word for word): the rest are the ones it left out.
+    lines += [f"          also: {f.text}" for f in report.findings[SUMMARY_FINDINGS:]]
     return lines
 
 

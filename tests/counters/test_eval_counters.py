@@ -43,6 +43,11 @@ def test_the_eval_report_shows_the_line_each_launch_and_the_other_findings():
     assert lines[1].startswith("          block_sums: 1466.8 us, DRAM 8% / SM 79% of peak, 0.54 GB from DRAM")
     assert lines[2].startswith("          final_sum: 188.3 us")
     assert all(line.startswith(("counters:", "          ")) for line in lines)
+    assert not [line for line in lines if "also:" in line]  # its two findings are both in the line
+    softmax = derive(kernels("h200_softmax_baseline.csv", ("softmax_rows",)), min_bytes("softmax"), 132)
+    assert [line.split("also: ")[1] for line in counters_lines(softmax) if "also:" in line] == [
+        f.text for f in softmax.findings[4:]
+    ]
     assert counters_lines(unavailable("no ncu here")) == ["counters: counters unavailable: no ncu here"]
     assert counters_lines(None) == []
 
