@@ -157,18 +157,24 @@ def import_tasks(args: argparse.Namespace) -> int:
     from cuda_llm.engine.core.errors import UserError
     from cuda_llm.engine.task.library import user_tasks_dir
     from cuda_llm.engine.torchtask.importer import import_module
-    from cuda_llm.engine.torchtask.inspect_module import torch_missing
+    from cuda_llm.engine.torchtask.inspect_module import module_file_problem, torch_missing
 
-    missing = torch_missing()
-    if missing:
-        error(missing)
-        return 2
+    # The command line's own mistakes first, so they are told the same with or without PyTorch.
     files = _module_files(args.files)
     if args.name and len(files) != 1:
         error("--name names one task: give one module file with it, or leave it out to name each after its file")
         return 2
     if not files:
         error(f"no module files in {', '.join(args.files)} (a module file is a .py defining Model and get_inputs)")
+        return 2
+    problems = [p for p in map(module_file_problem, files) if p]
+    for problem in problems:
+        error(problem)
+    if problems:
+        return 2
+    missing = torch_missing()
+    if missing:
+        error(missing)
         return 2
     root = output_folder(args.dir) if args.dir else user_tasks_dir()
     memory = int(args.gpu_memory * 2**30) if args.gpu_memory else None

@@ -31,6 +31,15 @@ def torch_missing() -> str | None:
     return None
 
 
+def module_file_problem(path: Path) -> str | None:
+    """What is wrong with a path as a module file, before anything runs it (PyTorch or not)."""
+    if not path.is_file():
+        return f"{path}: no such file"
+    if path.suffix != ".py":
+        return f"{path}: not a Python file (a module file defines Model, get_inputs, get_init_inputs)"
+    return None
+
+
 @dataclass(frozen=True)
 class TensorFacts:
     name: str
@@ -75,10 +84,9 @@ class ModuleFacts:
 
 def inspect_module(path: Path, timeout_s: float = PROBE_TIMEOUT_S) -> ModuleFacts:
     """The facts of a module file, or ImportRefused with one line."""
-    if not path.is_file():
-        raise ImportRefused(f"{path}: no such file")
-    if path.suffix != ".py":
-        raise ImportRefused(f"{path}: not a Python file (a module file defines Model, get_inputs, get_init_inputs)")
+    problem = module_file_problem(path)
+    if problem:
+        raise ImportRefused(problem)
     missing = torch_missing()
     if missing:
         raise ImportRefused(missing)
