@@ -193,7 +193,7 @@ def test_tasks_into_head_prints_one_line_and_nothing_else():
             ["bench", "--modle", "ollama:x"],
             "cuda-llm bench: unrecognized arguments: --modle ollama:x (did you mean --model?)",
         ),
-        (["tasks", "nwe", "x"], "cuda-llm tasks: 'nwe' is not one of: new (did you mean new?)"),
+        (["tasks", "nwe", "x"], "cuda-llm tasks: 'nwe' is not one of: new, import (did you mean new?)"),
         (["eval", "vectr_add", "x.md"], "cuda-llm: unknown task 'vectr_add' (did you mean 'vector_add'?)"),
         (["eval", "vector_add"], "cuda-llm eval: the following arguments are required: file"),
     ],

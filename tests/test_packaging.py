@@ -158,9 +158,10 @@ def test_the_engine_never_imports_the_tui():
 def test_lower_layers_do_not_import_the_loop_the_judge_or_the_commands(layer):
     path = ENGINE / layer
     forbidden = ("cuda_llm.engine.fsr", "cuda_llm.app.cli", "cuda_llm.engine.judge", "cuda_llm.engine.llm.spec")
-    # The store records judgements: it may read their data types (judgement.py and what it holds),
-    # never the judging itself (judge.py, judge_environment.py).
-    allowed = ("cuda_llm.engine.judge.judgement",) if layer == "store" else ()
+    # The store records judgements: it may read their data types (judgement.py and what it holds) and
+    # the caps their text is kept to (output_caps.py), never the judging itself (judge.py,
+    # judge_environment.py).
+    allowed = ("cuda_llm.engine.judge.judgement", "cuda_llm.engine.judge.output_caps") if layer == "store" else ()
     assert path.is_dir(), path
     assert not _violations(path, forbidden, allowed)
 

@@ -121,7 +121,11 @@ class FakeGpu:
         reports = tuple(CaseReport(c, True, 1000, 0, 0, 0.1) for c in cases)
         return ValidationReport("correct", f"correct in all {len(cases)} cases", reports, resources=resources)
 
-    async def profile(self, task: Task, programs: list[ProgramRef], library: bool = False) -> ProfileReport:
+    async def profile(
+        self, task: Task, programs: list[ProgramRef], library: bool = False, torch_compile: bool = False
+    ) -> ProfileReport:
+        # torch_compile: a hand-written task has no module to compile; the real worker's answer for
+        # an imported one is tests/torchtask's to check on a GPU.
         self.profiled.append(tuple(p.label for p in programs))
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
@@ -232,9 +236,11 @@ class OneJobAtATime(FakeGpu):
         async with self.lock:
             return await super().validate(task, program)
 
-    async def profile(self, task: Task, programs: list[ProgramRef], library: bool = False) -> ProfileReport:
+    async def profile(
+        self, task: Task, programs: list[ProgramRef], library: bool = False, torch_compile: bool = False
+    ) -> ProfileReport:
         async with self.lock:
-            return await super().profile(task, programs, library)
+            return await super().profile(task, programs, library, torch_compile)
 
 
 @dataclass(frozen=True)
