@@ -96,9 +96,11 @@ INPUT_FINDER = search(
     "host safety",
     "a kernel that searches device memory outside its buffers for the answer (an earlier run's outputs, "
     "the expected values) and copies it out",
-    "wrong: nothing to find (every buffer is wiped when given back); every output unwritten",
+    "wrong: the scan of the 2 MiB pages around its buffers finds no answer (the control's staged copy in a "
+    "scratch shows the same scan reaches a live allocation); every output unwritten",
 )
-def test_a_kernel_searching_memory_for_the_answer_finds_nothing(observed, gpu):
+def test_a_kernel_searching_memory_for_the_answer_finds_nothing(observed, gpu, fault_device):
+    fault_device(gpu.env.device.name)
     # The baseline first: its outputs on these very inputs were on the device a moment ago.
     assert gpu.judge("vector_add").status == "correct"
     j = gpu.judge("vector_add", ANSWER_THIEF, plan=PLAN, label="thief")
