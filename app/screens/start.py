@@ -43,6 +43,10 @@ from cuda_llm.engine.llm.spec import parse_spec, person_writes
 from cuda_llm.engine.store.sessions import CRASH_PREFIX
 
 REPLAYS_LISTED = 10
+# Below this many columns the task and model columns (min-width 30 and 34 in app.tcss, plus the
+# model column's padding) cannot sit side by side: they stack and the tab scrolls, so every field
+# stays on the screen and Tab never moves focus to one that is clipped off the right edge.
+SIDE_BY_SIDE_COLUMNS = 66
 
 
 @dataclass(frozen=True)
@@ -173,6 +177,7 @@ class StartScreen(Screen[None]):
         self.list_ollama_models()
         self.query_one("#task-list", OptionList).focus()
         self.query_one("#sessions-filter", Input).display = False
+        self._fit_columns(self.app.size.width)
         self.tell_about_crash()
 
     def tell_about_crash(self) -> None:
@@ -189,7 +194,14 @@ class StartScreen(Screen[None]):
             markup=False,
         )
 
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit_columns(event.size.width)
+
+    def _fit_columns(self, width: int) -> None:
+        self.query_one("#start-new").set_class(width < SIDE_BY_SIDE_COLUMNS, "-stacked")
+
     def on_screen_resume(self) -> None:
+        self._fit_columns(self.app.size.width)  # the terminal may have been resized under a session
         self.reload_catalog()
         # Back from a session: the lists, where the letter keys act (in a field they would type).
         if self.query_one("#start-tabs", TabbedContent).active == "tab-sessions":
@@ -409,6 +421,8 @@ class StartScreen(Screen[None]):
         line = self.query_one("#start-message", Static)
         line.set_class(error, "-error")
         set_text(line, text)
+        if text:
+            line.scroll_visible()  # stacked (a narrow terminal), the line may be below the fold
 
     def choices(self) -> Choices:
         task = self.selected_task()

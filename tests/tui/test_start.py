@@ -64,3 +64,33 @@ async def test_the_last_model_used_comes_first_and_a_late_server_replaces_manual
         app.screen.list_ollama_models()
         await pilot.pause(0.8)
         assert spec(app) == "openai:gpt-x"
+
+
+START_FIELDS = ("task-list", "model-list", "model-spec", "opt-n", "opt-d", "opt-r", "opt-k", "opt-target", "opt-auto")
+
+
+def on_screen(app, widget) -> bool:
+    """The widget is drawn where it is: inside the terminal and not scrolled or clipped away (what
+    the terminal shows at its middle is the widget itself)."""
+    region = widget.region
+    if not region.area or not app.screen.region.contains_region(region):
+        return False
+    shown, _ = app.screen.get_widget_at(region.x + region.width // 2, region.y + region.height // 2)
+    return shown is widget
+
+
+async def test_at_60x20_tab_reaches_every_start_field_and_shows_it(tmp_path, refused_url):
+    app = make_app(tmp_path, refused_url)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        await wait_for(pilot, lambda: spec(app) == "manual", "manual, preselected")
+        seen: list[str] = []
+        while (focused := app.screen.focused) is not None and focused.id != "start":
+            if focused.id in START_FIELDS:
+                assert on_screen(app, focused), f"{focused.id} is focused but off the screen at {focused.region}"
+                seen.append(focused.id)
+            assert len(seen) <= 2 * len(START_FIELDS), f"Tab went round without reaching Start: {seen}"
+            await pilot.press("tab")
+            await pilot.pause()
+        assert on_screen(app, app.screen.focused), "the Start button is focused but off the screen"
+        assert seen == list(START_FIELDS)
