@@ -95,7 +95,8 @@ class SessionView:
     session_id: int | None = None
     task: str = ""
     model: str = ""
-    device: str = ""
+    device: str = ""  # the label to show (engine/gpu/protocol.py device_label)
+    compile_only: bool = False  # no GPU: nothing is timed (SessionStarted.compile_only)
     settings: LoopSettings | None = None
     notice: str | None = None
     manual: bool = False
@@ -126,10 +127,6 @@ class SessionView:
     marked: str | None = None  # the candidate `d` compares the shown one with (marked with `t`)
 
     # ---- derived -------------------------------------------------------------------------------
-    @property
-    def compile_only(self) -> bool:
-        return self.device.startswith("compile-only")
-
     @property
     def running(self) -> bool:
         return self.state in ("opening", "running", "paused", "awaiting")
@@ -237,6 +234,7 @@ class SessionView:
 
     def _on_SessionStarted(self, e: ev.SessionStarted) -> set[str]:
         self.task, self.model, self.device, self.settings = e.task, e.model, e.device, e.settings
+        self.compile_only = e.compile_only
         self.state, self.state_reason = "running", ""
         self._say(f"session {e.session_id}{' resumed' if e.resumed else ''}: {e.task} with {e.model} on {e.device}")
         return {STATUS, TREE, LOG, LATENCY}

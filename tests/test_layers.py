@@ -133,6 +133,24 @@ def test_the_home_check_sees_a_second_spec_reader(tmp_path):
     assert homes(SPEC_READER, tmp_path) == {"engine/a.py", "engine/b.py", "app/c.py", "app/d.py"}
 
 
+# Reading the device label back: it is built for showing (engine/gpu/protocol.py device_label) and
+# compile-only travels beside it as a fact (SessionStarted.compile_only, SessionRecord.compile_only).
+LABEL_READER = r"\.startswith\(\s*([\"']compile-only|COMPILE_ONLY\b)"
+
+
+def test_no_reader_of_the_device_label():
+    assert homes(LABEL_READER) == set()
+
+
+def test_the_home_check_sees_a_device_label_reader(tmp_path):
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "a.py").write_text('compile_only = self.device.startswith("compile-only")\n')
+    (tmp_path / "engine" / "b.py").write_text("gpu = not record.device.startswith(COMPILE_ONLY)\n")
+    (tmp_path / "engine" / "c.py").write_text("compile_only = event.compile_only\n")
+    assert homes(LABEL_READER, tmp_path) == {"app/a.py", "engine/b.py"}
+
+
 STATUS_WORD = r"[\"'](format_error|compile_error|compiled|launch_error|crashed|timed_out|wrong|correct|suspect)[\"']"
 
 

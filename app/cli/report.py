@@ -14,7 +14,7 @@ from cuda_llm.engine.core import serialize
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Judgement
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME, roofline_text, share_text, speedup_text_of
-from cuda_llm.engine.store.sessions import CandidateRecord, SessionRecord, SessionStore
+from cuda_llm.engine.store.sessions import CandidateRecord, SessionStore
 
 
 def _figures(j: Judgement | None) -> dict[str, Any] | None:
@@ -35,10 +35,6 @@ def _figures(j: Judgement | None) -> dict[str, Any] | None:
         "suspect": f.suspect,
         "sm_clock_mhz": j.timing.sm_clock_mhz if j.timing else None,
     }
-
-
-def is_compile_only(record: SessionRecord) -> bool:
-    return record.device.startswith("compile-only") or bool(record.environment.get("compile_only"))
 
 
 def best_record(store: SessionStore, session_id: int) -> CandidateRecord | None:
@@ -95,7 +91,7 @@ def session_report(store: SessionStore, session_id: int) -> dict[str, Any]:
         "server": s.server,
         "device": s.device,
         "arch": s.arch,
-        "compile_only": is_compile_only(s),
+        "compile_only": s.compile_only,
         "status": s.shown_status,
         "status_message": s.status_message,
         "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(s.created_at)),

@@ -28,9 +28,10 @@ class Event:
 class SessionStarted(Event):
     task: str
     model: str
-    device: str  # "NVIDIA H200 (sm_90)" or "compile-only (sm_90)"
+    device: str  # "NVIDIA H200 (sm_90)" or "compile-only (sm_90)": shown, never parsed
     settings: LoopSettings
     resumed: bool = False
+    compile_only: bool = False  # no GPU: judged up to compiling (engine/gpu/protocol.py is_compile_only)
     at: float = field(default_factory=_now)
 
 

@@ -25,7 +25,7 @@ from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller, Decision, Edit
 from cuda_llm.engine.fsr.prompt import PromptBuilder, Rejection
 from cuda_llm.engine.gpu.client import GpusLost
-from cuda_llm.engine.gpu.protocol import Timing, device_label
+from cuda_llm.engine.gpu.protocol import Timing, device_label, is_compile_only
 from cuda_llm.engine.judge.judge import Judge
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Candidate, Compiled, Judgement, LibraryResult
 from cuda_llm.engine.judge.metrics import figures, share_text, speedup_text
@@ -119,7 +119,10 @@ class FsrLoop:
     async def run(self, resumed: bool = False) -> SessionResult:
         task = self.judge.task
         device = device_label(self.judge.device, self.judge.arch)
-        self.emit(ev.SessionStarted(self.sid, task.name, self.provider.spec, device, self.settings, resumed))
+        started = ev.SessionStarted(
+            self.sid, task.name, self.provider.spec, device, self.settings, resumed, is_compile_only(self.judge.device)
+        )
+        self.emit(started)
         # A cluster's GPUs lost, gone or back are said as it happens (engine/cluster/cluster_pool.py).
         listen = getattr(self.judge.gpu, "listen", None)
         if listen is not None:

@@ -51,11 +51,17 @@ class DeviceInfo:
 COMPILE_ONLY = "compile-only"
 
 
+def is_compile_only(device: DeviceInfo | None) -> bool:
+    """Whether a session with this device judges compile-only (no GPU): the fact the label below
+    shows, carried beside it (SessionStarted.compile_only, the stored environment's `compile_only`)."""
+    return device is None
+
+
 def device_label(device: DeviceInfo | None, arch: str) -> str:
     """What a session judges on, as it is shown and recorded: "NVIDIA H200 (sm_90)", or
     "compile-only (sm_90)" with no GPU. Built here only; whether a session ran compile-only is a fact
-    of its own (the environment's `compile_only`), not something to read back from this text."""
-    return f"{device.name} ({arch})" if device else f"{COMPILE_ONLY} ({arch})"
+    of its own (is_compile_only above), never read back from this text."""
+    return f"{device.name} ({arch})" if device is not None else f"{COMPILE_ONLY} ({arch})"
 
 
 # Characters of a Ray node id shown to tell nodes apart (`ray list nodes` shows the whole id; 8 hex

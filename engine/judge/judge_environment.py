@@ -17,7 +17,7 @@ from cuda_llm.engine.compile.compiler_pool import CompilerPool
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.client import GpuUnavailable
 from cuda_llm.engine.gpu.gpu_pool import GpuPool, parse_gpu_list, visible_gpu_count
-from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks
+from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks, is_compile_only
 from cuda_llm.engine.judge.judge import Judge
 from cuda_llm.engine.task.model import Task
 
@@ -52,7 +52,7 @@ class JudgeEnvironment:
                 "cpus": os.cpu_count(),
             },
             "packages": {name: _version(name) for name in FACT_PACKAGES},
-            "compile_only": self.gpu is None,
+            "compile_only": is_compile_only(self.device),
             "arch": self.arch,
             "nvrtc": self.device.nvrtc_version if self.device else nvrtc_library.version_text(),
             "driver": self.device.driver_version if self.device else None,

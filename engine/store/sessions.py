@@ -22,6 +22,7 @@ from cuda_llm.engine.core import serialize
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.core.paths import user_data_dir
 from cuda_llm.engine.core.settings import CompileSettings, LoopSettings
+from cuda_llm.engine.gpu.protocol import device_label
 from cuda_llm.engine.judge.judgement import Judgement
 from cuda_llm.engine.judge.output_caps import capped_compile, cut_text
 from cuda_llm.engine.llm.base import Completion, Message, RequestKey
@@ -69,6 +70,16 @@ class SessionRecord:
     server: str | None = None
     # Versions and device facts needed to reproduce the session's figures (JSON object).
     environment: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def compile_only(self) -> bool:
+        """Whether the session judged with no GPU, as its environment records it. A session recorded
+        before the environment was kept (schema 3) has only its device label: compile-only where that
+        is the label engine/gpu/protocol.py builds with no device."""
+        recorded = self.environment.get("compile_only")
+        if recorded is not None:
+            return bool(recorded)
+        return self.device == device_label(None, self.arch)
 
     @property
     def shown_status(self) -> str:

@@ -131,6 +131,15 @@ def test_older_schema_is_migrated(tmp_path):
         store.close()
 
 
+def test_compile_only_is_read_from_the_environment_and_for_older_sessions_from_the_label(store):
+    gpu, none = new_session(store), new_session(store)
+    store.update_session(none, device="compile-only (sm_90)")
+    assert not store.session(gpu).compile_only and store.session(none).compile_only, "no environment kept"
+    store.update_session(gpu, environment_json=json.dumps({"compile_only": True}))
+    store.update_session(none, environment_json=json.dumps({"compile_only": False}))
+    assert store.session(gpu).compile_only and not store.session(none).compile_only, "the recorded fact wins"
+
+
 def test_where_a_candidate_ran_is_recorded_and_queryable(store):
     sid = new_session(store)
     ran_on = RanOn("node-b", 3, "NVIDIA H100 80GB HBM3", "GPU-1234", node_id="c0ffee")

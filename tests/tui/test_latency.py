@@ -55,5 +55,7 @@ def test_why_there_is_no_library_line():
     view.apply(ev.LibraryTimed("1", LibraryResult(None, note="task 'conv1d' has no vendor-library reference")))
     assert figures_text(view).splitlines()[-1] == "library: no figure: task 'conv1d' has no vendor-library reference"
     compile_only = SessionView()
-    compile_only.apply(ev.SessionStarted("1", "conv1d", "ollama:m", "compile-only (sm_90)", LoopSettings()))
+    compile_only.apply(
+        ev.SessionStarted("1", "conv1d", "ollama:m", "compile-only (sm_90)", LoopSettings(), compile_only=True)
+    )
     assert figures_text(compile_only).splitlines()[-1] == "library: not timed (compile-only: no GPU to time it on)"

@@ -60,7 +60,11 @@ async def test_following_a_long_session_folds_the_old_rounds(tmp_path, refused_u
         screen = RunScreen(SessionRequest(SessionOptions("vector_add", "ollama:m")), autostart=False)
         await app.push_screen(screen)
         screen.post_message(
-            EngineEvent(ev.SessionStarted("1", "vector_add", "ollama:m", "compile-only (sm_90)", LoopSettings()))
+            EngineEvent(
+                ev.SessionStarted(
+                    "1", "vector_add", "ollama:m", "compile-only (sm_90)", LoopSettings(), compile_only=True
+                )
+            )
         )
         for r in range(1, 41):
             screen.post_message(EngineEvent(ev.RoundStarted("1", r, 0, (), 2)))
