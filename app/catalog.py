@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cuda_llm.engine.core.errors import TaskFileError
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL
-from cuda_llm.engine.store.sessions import CRASH_PREFIX, SessionRecord, SessionStore, StoreError
+from cuda_llm.engine.store.sessions import SessionRecord, SessionStore, StoreError
 from cuda_llm.engine.task import TaskLibrary
 
 
@@ -25,20 +25,14 @@ class StoredSession:
     id: int
     task: str
     model: str
-    status: str
+    status: str  # the store's word: SessionRecord.shown_status ("interrupted" for a dead process)
+    shown_status: str  # as the table lists it: SessionRecord.listed_status (with "(crashed)")
+    crashed: bool  # the app died with it: SessionRecord.crashed
     device: str
     best: str  # "r2-1 30.0 us (3.33x)", or "" when the baseline is still the best
     rounds: int
     updated_at: float
     message: str = ""  # why it stopped or paused ("crashed: ..." when the app died with it)
-
-    @property
-    def crashed(self) -> bool:
-        return self.message.startswith(CRASH_PREFIX)
-
-    @property
-    def shown_status(self) -> str:
-        return f"{self.status} (crashed)" if self.crashed else self.status
 
 
 @dataclass(frozen=True)
@@ -90,7 +84,17 @@ def load_catalog(db: str | None, limit: int = 200) -> Catalog:
             rounds = len(store.rounds(r.id))
             sessions.append(
                 StoredSession(
-                    r.id, r.task, r.model, r.shown_status, r.device, short, rounds, r.updated_at, r.status_message
+                    id=r.id,
+                    task=r.task,
+                    model=r.model,
+                    status=r.shown_status,
+                    shown_status=r.listed_status,
+                    crashed=r.crashed,
+                    device=r.device,
+                    best=short,
+                    rounds=rounds,
+                    updated_at=r.updated_at,
+                    message=r.status_message,
                 )
             )
             if long and r.task not in last_best:

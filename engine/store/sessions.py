@@ -94,6 +94,17 @@ class SessionRecord:
             return "interrupted"
         return self.status
 
+    @property
+    def crashed(self) -> bool:
+        """Stopped because the app died with it: app/running.py records the crash after CRASH_PREFIX."""
+        return self.status_message.startswith(CRASH_PREFIX)
+
+    @property
+    def listed_status(self) -> str:
+        """shown_status, with "(crashed)" after it where the app died with the session, as the start
+        screen lists sessions (the headless `sessions` and `export` give shown_status alone)."""
+        return f"{self.shown_status} (crashed)" if self.crashed else self.shown_status
+
 
 @dataclass(frozen=True)
 class CandidateRecord:

@@ -13,7 +13,7 @@ from cuda_llm.engine.gpu.protocol import CaseReport, RanOn, Timing, ValidationRe
 from cuda_llm.engine.judge.judgement import Candidate, Judgement
 from cuda_llm.engine.llm.base import Completion, Message, RequestKey
 from cuda_llm.engine.store.schema import MIGRATIONS, SCHEMA_VERSION
-from cuda_llm.engine.store.sessions import SessionStore, StoreError
+from cuda_llm.engine.store.sessions import CRASH_PREFIX, SessionStore, StoreError
 from cuda_llm.engine.task.plan import parse_plan
 
 PLAN = parse_plan({"launches": [{"kernel": "k", "grid": ["cdiv(n, 256)"], "block": [256], "args": ["x", "n"]}]})
@@ -138,6 +138,15 @@ def test_compile_only_is_read_from_the_environment_and_for_older_sessions_from_t
     store.update_session(gpu, environment_json=json.dumps({"compile_only": True}))
     store.update_session(none, environment_json=json.dumps({"compile_only": False}))
     assert store.session(gpu).compile_only and not store.session(none).compile_only, "the recorded fact wins"
+
+
+def test_a_session_the_app_died_with_is_listed_as_crashed(store):
+    crashed, stopped = new_session(store), new_session(store)
+    store.update_session(crashed, status="stopped", status_message=CRASH_PREFIX + "KeyError: 'pane'")
+    store.update_session(stopped, status="stopped", status_message="stopped by the user")
+    assert store.session(crashed).crashed and store.session(crashed).listed_status == "stopped (crashed)"
+    assert store.session(crashed).shown_status == "stopped", "the headless listing keeps the plain word"
+    assert not store.session(stopped).crashed and store.session(stopped).listed_status == "stopped"
 
 
 def test_where_a_candidate_ran_is_recorded_and_queryable(store):
