@@ -117,7 +117,7 @@ def _candidate(source: Source, judge):
 def render(j, device: str, library=None, notes: tuple[str, ...] = (), torch_compile=None) -> str:
     from cuda_llm.app.cli.yardstick import library_line, torch_compile_line
     from cuda_llm.engine.gpu.torch_compile import TORCH_COMPILE_NAME
-    from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME, speedup_text
+    from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, share_text, speedup_text
 
     lines = [f"candidate {j.label} on {device}"]
     lines += [f"note:     {n}" for n in notes]
@@ -165,8 +165,8 @@ def render(j, device: str, library=None, notes: tuple[str, ...] = (), torch_comp
             + f"){speed}"
         )
         lines.append(
-            f"          {f.gbps:.0f} GB/s, {f.gflops:.0f} GFLOP/s; {f.roofline_pct:.0f}% of {ROOFLINE_NAME} "
-            f"(floor {f.floor_us:.1f} us, {f.bound}-bound), {f.physical_pct:.0f}% of {PHYSICAL_NAME} "
+            f"          {f.gbps:.0f} GB/s, {f.gflops:.0f} GFLOP/s; {share_text(f.roofline_pct)} "
+            f"(floor {f.floor_us:.1f} us, {f.bound}-bound), {share_text(f.physical_pct, PHYSICAL_NAME)} "
             f"(floor {f.physical_floor_us:.1f} us)"
         )
     if torch_compile is not None:

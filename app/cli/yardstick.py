@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from cuda_llm.engine.judge.judgement import LibraryResult
+from cuda_llm.engine.judge.metrics import speedups_text
 
 
 def of_library(lib: LibraryResult | None, median_us: float | None) -> float | None:
@@ -42,7 +43,7 @@ def library_line(lib: LibraryResult | None, median_us: float | None = None, who:
         return f"{what}: {lib.note or 'no reason given'}"
     parts = [f"{lib.name}: {lib.timing.median_us:.1f} us (IQR {lib.timing.iqr_us:.1f})"]
     if lib.figures and lib.figures.speedup is not None:
-        parts.append(f"{lib.figures.speedup:.2f}x {lib.figures.baseline_name}")
+        parts.append(speedups_text(lib.figures.speedup, lib.figures.baseline_name))
     ratio = of_library(lib, median_us)
     text = ", ".join(parts)
     if ratio is not None:
@@ -72,5 +73,5 @@ def torch_compile_line(result: LibraryResult) -> str:
         return f"not timed: {result.note or 'no reason given'}"
     text = f"{result.timing.median_us:.1f} us (IQR {result.timing.iqr_us:.1f})"
     if result.figures is not None and result.figures.speedup is not None:
-        text += f", {result.figures.speedup:.2f}x {result.figures.baseline_name}"
+        text += ", " + speedups_text(result.figures.speedup, result.figures.baseline_name)
     return text

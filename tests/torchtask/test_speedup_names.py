@@ -65,8 +65,13 @@ def test_every_consumer_says_eager_for_an_imported_task():
     fig = figures(imported, t, None, base, torch_compile=_timing("torch.compile", 60.0))
     best = Judgement("r1-1", "correct", describe_timing(fig), timing=t, figures=fig)
     # eval
-    profile_line = next(x for x in eval_cmd.render(best, "Fake H100 (sm_90)").splitlines() if x.startswith("profile:"))
-    assert profile_line.endswith("2.50x eager, 1.50x torch.compile"), profile_line
+    shown = eval_cmd.render(best, "Fake H100 (sm_90)").splitlines()
+    at = next(i for i, x in enumerate(shown) if x.startswith("profile:"))
+    assert shown[at].endswith("2.50x eager, 1.50x torch.compile"), shown[at]
+    # the figures line below it: each share in the shared wording (engine/judge/metrics.py share_text)
+    roofline = f"; {fig.roofline_pct:.0f}% of the achievable roofline (floor {fig.floor_us:.1f} us, {fig.bound}-bound)"
+    physical = f", {fig.physical_pct:.0f}% of the physical limit (floor {fig.physical_floor_us:.1f} us)"
+    assert roofline + physical in shown[at + 1], shown[at + 1]
     # the headless progress's round line
     out = io.StringIO()
     ProgressPrinter(out, live=False)(
