@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cuda_llm.engine.core.errors import headline
 from cuda_llm.engine.core.paths import user_config_dir
 from cuda_llm.engine.core.settings import KNOBS
 
@@ -108,7 +109,7 @@ def _read(path: Path) -> tuple[dict[str, Any], str | None]:
         _from_dict(data)  # checked as a whole: one bad value and the file is not used
         return data, None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, TypeError, ValueError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        reason = headline(str(exc)) or type(exc).__name__
         return {}, f"{path} is not a usable config ({reason}); using the defaults"
 
 

@@ -19,6 +19,7 @@ from multiprocessing.context import SpawnContext
 from typing import Any
 
 from cuda_llm.engine.compile.result import CompileResult, CompilerUnavailableError, failed_result
+from cuda_llm.engine.core.errors import describe
 from cuda_llm.engine.core.secrets import scrub_own_environment, secrets_hidden
 from cuda_llm.engine.core.settings import CompileSettings
 
@@ -97,8 +98,7 @@ def child_main(conn: Connection, settings: CompileSettings, parent_pid: int) -> 
             # keeps the policy in force even if a caller bypasses the parent's check.
             conn.send(("result", nvrtc.compile_in_process(source, arch, settings, info["include_dirs"])))
         except BaseException as exc:
-            first_line = (str(exc).splitlines() or [""])[0]
-            conn.send(("error", f"{type(exc).__name__}: {first_line}"))
+            conn.send(("error", describe(exc)))
 
 
 def timed_out_result(arch: str, settings: CompileSettings, version: tuple[int, int]) -> CompileResult:
