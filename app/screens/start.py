@@ -37,6 +37,7 @@ from cuda_llm.app.widgets.footer import KeyFooter
 from cuda_llm.app.widgets.telemetry import TelemetryBar
 from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.core.errors import UserError
+from cuda_llm.engine.core.settings import KNOBS
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
 from cuda_llm.engine.llm.ollama_provider import OllamaProvider, ollama_url
 from cuda_llm.engine.llm.spec import parse_spec, person_writes
@@ -58,13 +59,20 @@ class ModelChoice:
     endpoint: str | None = None
 
 
-def _int(text: str, name: str, low: int, high: int | None = None) -> int:
+def _knob_value(text: str, field: str) -> int:
+    """A whole-number field of the start screen, in the range its knob declares (engine/core/settings.py
+    LOOP_KNOBS, as the CLI's flags and LoopSettings.validate have it); refused in one line by its letter."""
+    knob = KNOBS[field]
+    name = knob.letter or knob.flag
     try:
         value = int(text)
     except ValueError:
         raise ValueError(f"{name} must be a whole number") from None
-    if value < low or (high is not None and value > high):
-        raise ValueError(f"{name} must be {low} to {high}" if high else f"{name} must be at least {low}")
+    if knob.zero_is_never and value < 0:
+        raise ValueError(f"{name} must not be negative (0: never)")
+    problem = knob.problem(value)
+    if problem:
+        raise ValueError(f"{name} {problem}")
     return value
 
 
@@ -422,7 +430,10 @@ class StartScreen(Screen[None]):
         line.set_class(error, "-error")
         set_text(line, text)
         if text:
-            line.scroll_visible()  # stacked (a narrow terminal), the line may be below the fold
+            # In a short or narrow terminal the line may be below the fold: it is the last thing in both
+            # scrolling columns, so their ends show it (scroll_visible stopped a line short of it).
+            for column in ("#model-col", "#start-new"):
+                self.call_after_refresh(self.query_one(column).scroll_end, animate=False)
 
     def choices(self) -> Choices:
         task = self.selected_task()
@@ -447,10 +458,10 @@ class StartScreen(Screen[None]):
         return Choices(
             task=task,
             model=spec,
-            candidates=_int(value("opt-n"), "N", 1, 32),
-            rounds=_int(value("opt-d"), "D", 1),
-            repairs=_int(value("opt-r"), "R", 0),
-            patience=_int(value("opt-k"), "K", 0),
+            candidates=_knob_value(value("opt-n"), "candidates"),
+            rounds=_knob_value(value("opt-d"), "rounds"),
+            repairs=_knob_value(value("opt-r"), "repairs"),
+            patience=_knob_value(value("opt-k"), "patience"),
             target_roofline=target,
             auto_accept=self.query_one("#opt-auto", Checkbox).value,
             host=chosen.host if chosen else None,

@@ -4,12 +4,14 @@ else the first the local ollama lists, else manual), so Enter, Enter, F5 starts.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
 from cuda_llm.app.screens.run import RunScreen
 from cuda_llm.app.screens.start import StartScreen
-from tui.helpers import by_request, make_app, streamed, wait_for
+from cuda_llm.engine.core.settings import KNOBS
+from tui.helpers import by_request, make_app, streamed, text, wait_for
 
 
 def spec(app) -> str:
@@ -94,3 +96,25 @@ async def test_at_60x20_tab_reaches_every_start_field_and_shows_it(tmp_path, ref
             await pilot.pause()
         assert on_screen(app, app.screen.focused), "the Start button is focused but off the screen"
         assert seen == list(START_FIELDS)
+
+
+async def test_the_number_fields_take_their_ranges_from_the_knobs(tmp_path, refused_url, monkeypatch):
+    # The declaration is the one place a range is said: narrowed there, the start screen follows.
+    monkeypatch.setitem(KNOBS, "candidates", dataclasses.replace(KNOBS["candidates"], high=8))
+    app = make_app(tmp_path, refused_url)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        await wait_for(pilot, lambda: "no ollama server" in text(app.screen.query_one("#model-status")), "the models")
+        message = app.screen.query_one("#start-message", Static)
+        for field, typed, said in (
+            ("opt-n", "9", "N must be between 1 and 8, got 9"),
+            ("opt-d", "0", "D must be at least 1, got 0"),
+            ("opt-k", "-1", "K must not be negative (0: never)"),
+        ):
+            app.screen.query_one(f"#{field}", Input).value = typed
+            app.screen.query_one("#task-list").focus()  # scrolled to the top, the message far below
+            await pilot.press("s")
+            await wait_for(pilot, lambda said=said: said in text(message), said)
+            await wait_for(pilot, lambda: on_screen(app, message), "the refusal scrolled into view")
+            assert isinstance(app.screen, StartScreen)
+            app.screen.query_one(f"#{field}", Input).value = "1"
