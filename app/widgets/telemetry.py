@@ -23,6 +23,11 @@ ON_CLUSTER = "GPUs on the Ray cluster (no telemetry from there)"
 # Below this width the bar shows the GPU's readings without their limits and memory, so the session,
 # task and model keep room on the left (at 80 columns the full readings left them ten characters).
 COMPACT_BELOW_COLUMNS = 120
+# Below this width the bar's left side leaves out the program's name (the session, task and model are
+# what tell one window from another), and app.tcss caps the GPU side at half the bar, so the session
+# is never cut away entirely by a long GPU line.
+BRAND_BELOW_COLUMNS = 80
+BRAND = "cuda-llm · "
 
 
 def telemetry_text(sample: TelemetrySample | None, absent: str = NO_NVML, compact: bool = False) -> str:
@@ -62,6 +67,7 @@ class TelemetryBar(Horizontal):
         self._context_label = Static("cuda-llm", id="bar-context")
         self._gpu_label = Static(telemetry_text(None), id="bar-gpu")
         self.absent = NO_NVML  # what the GPU side says with no sample (the app may say why)
+        self.context = "cuda-llm"
 
     def on_mount(self) -> None:
         self.absent = getattr(self.app, "telemetry_absent", NO_NVML)
@@ -69,6 +75,7 @@ class TelemetryBar(Horizontal):
 
     def on_resize(self) -> None:
         self._show_sample()
+        self._show_context()
 
     def _show_sample(self) -> None:
         compact = 0 < self.size.width < COMPACT_BELOW_COLUMNS
@@ -79,7 +86,12 @@ class TelemetryBar(Horizontal):
         yield self._gpu_label
 
     def set_context(self, text: str) -> None:
-        set_text(self._context_label, text)
+        self.context = text
+        self._show_context()
+
+    def _show_context(self) -> None:
+        narrow = 0 < self.outer_size.width < BRAND_BELOW_COLUMNS  # the terminal's width: the bar spans it
+        set_text(self._context_label, self.context.removeprefix(BRAND) if narrow else self.context)
 
     def set_sample(self, sample: TelemetrySample | None) -> None:
         self.sample = sample
