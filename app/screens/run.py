@@ -244,6 +244,14 @@ class RunScreen(Screen[None]):
             "validation-pane": ValidationPane(view, id="validation-pane", classes="pane"),
             "latency-pane": LatencyPane(view, id="latency-pane", classes="pane"),
         }
+        # Each border title names the key that shows its pane, as the tabs do (the config may move the digits).
+        for pane_id, title in PANES:
+            key = key_of(self, f"pane({pane_id!r})")
+            pane = self.panes[pane_id]
+            if isinstance(pane, CandidatesPane):
+                pane.title_key = key  # its title changes with the session: it puts the key in front itself
+            else:
+                pane.border_title = f"{key} {title.lower()}"
         with Container(id="run-body"):
             yield from self.panes.values()
         yield Input(
@@ -687,11 +695,13 @@ class RunScreen(Screen[None]):
         """Every key of this screen as bound now (the config's [keys] table may have moved some),
         and what the focused pane adds."""
         rows = help_rows(self, self.ACTION_HELP, skip=("pane", "explain"))
+        pane_keys = [key_of(self, f"pane({pane!r})") for pane, _ in PANES]
+        default_keys = [str(i + 1) for i in range(len(PANES))]
         rows.append(
             (
-                "1-7",
+                "1-7" if pane_keys == default_keys else " / ".join(pane_keys),
                 "panes",
-                "show and focus a pane: " + ", ".join(f"{i + 1} {t}" for i, (_, t) in enumerate(PANES)),
+                "show and focus a pane: " + ", ".join(f"{k} {t}" for k, (_, t) in zip(pane_keys, PANES, strict=True)),
                 "run.pane1-7",
             )
         )

@@ -175,6 +175,7 @@ class CandidatesPane(Vertical):
     def __init__(self, view: SessionView, **kwargs) -> None:
         super().__init__(**kwargs)
         self.view = view
+        self.title_key = "6"  # the key that shows this pane (RunScreen sets the one in force)
         self.border_title = "6 candidates"
         self.candidate_tree = CandidateTree(view, id="candidates")
         self.filter_input = Input(placeholder="filter: label, state, decision", id="candidate-filter", compact=True)
@@ -189,7 +190,8 @@ class CandidatesPane(Vertical):
 
     def _title(self) -> None:
         view = self.view
-        name = f"6 session {view.session_id}: {view.task}" if view.session_id is not None else "6 candidates"
+        name = f"session {view.session_id}: {view.task}" if view.session_id is not None else "candidates"
+        name = f"{self.title_key} {name}"
         follow = " · following" if view.follow else ""
         filtered = f" · filter {self.candidate_tree.filter_text!r}" if self.candidate_tree.filter_text else ""
         self.border_title = plain(name + follow + filtered)

@@ -337,3 +337,23 @@ def test_the_readme_lists_every_key_id():
     named = set(re.findall(r"`((?:run|start|app|edit|kernel)\.\w+)`", keys))
     panes = {f"run.pane{i}" for i in range(1, 8)}  # written as run.pane1 ... run.pane7
     assert named | panes == known, (sorted(known - named - panes), sorted(named - known))
+
+
+async def test_pane_titles_and_the_help_name_the_moved_digit_keys(tmp_path, llm_server):
+    llm_server.default = by_request({}, default=stalled("vadd_us40", 5.0))
+    (tmp_path / "tui.toml").write_text('[keys]\n"run.pane6" = "9"\n"run.pane1" = "8"\n')
+    app = make_app(tmp_path, llm_server.url, task="vector_add", model="ollama:loop-model", candidates=1, rounds=1)
+    async with app.run_test(size=(160, 48)) as pilot:  # wide: every pane with its border title
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        screen = app.screen
+        await wait_for(pilot, lambda: screen.view.session_id is not None, "the session opened")
+        await pilot.pause()
+        titles = {pane_id: str(pane.border_title) for pane_id, pane in screen.panes.items()}
+        assert titles["prompt-pane"] == "8 prompt" and titles["kernel-pane"] == "2 kernel", titles
+        assert titles["candidates-pane"].startswith(f"9 session {screen.view.session_id}: vector_add"), titles
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
+        panes = next(row for row in app.screen.rows if row[1] == "panes")
+        assert panes[0] == "8 / 2 / 3 / 4 / 5 / 9 / 7" and "9 Candidates" in panes[2], panes
