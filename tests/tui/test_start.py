@@ -101,7 +101,8 @@ async def test_at_60x20_tab_reaches_every_start_field_and_shows_it(tmp_path, ref
 async def test_the_number_fields_take_their_ranges_from_the_knobs(tmp_path, refused_url, monkeypatch):
     # The declaration is the one place a range is said: narrowed there, the start screen follows.
     monkeypatch.setitem(KNOBS, "candidates", dataclasses.replace(KNOBS["candidates"], high=8))
-    app = make_app(tmp_path, refused_url)
+    # A model, not manual: manual puts N back to 1 whenever its line is highlighted again.
+    app = make_app(tmp_path, refused_url, model="ollama:loop-model")
     async with app.run_test(size=(60, 20)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
         await wait_for(pilot, lambda: "no ollama server" in text(app.screen.query_one("#model-status")), "the models")
