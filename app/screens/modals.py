@@ -15,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from cuda_llm.app.editing import EditResult, compose_reply
+from cuda_llm.app.knob_fields import knob_value
 from cuda_llm.app.terminal import terminal_safe
 from cuda_llm.app.widgets.cuda import release, use_cuda
 from cuda_llm.app.widgets.text import plain, set_text
@@ -288,13 +289,10 @@ class SettingsScreen(ModalScreen[SettingsChange | None]):
         n, d, model, server = self.values
         error = self.query_one("#settings-error", Static)
         try:
-            new_n = int(self.query_one("#settings-n", Input).value)
-            new_d = int(self.query_one("#settings-d", Input).value)
-        except ValueError:
-            set_text(error, "N and D must be whole numbers")
-            return None
-        if not 1 <= new_n <= 32 or new_d < 1:
-            set_text(error, "N must be 1 to 32 and D at least 1")
+            new_n = knob_value(self.query_one("#settings-n", Input).value, "candidates")
+            new_d = knob_value(self.query_one("#settings-d", Input).value, "rounds")
+        except ValueError as refused:
+            set_text(error, str(refused))
             return None
         new_model = self.query_one("#settings-model", Input).value.strip()
         # What the model field takes: any spec but manual, which is chosen when a session starts.

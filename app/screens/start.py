@@ -30,6 +30,7 @@ from textual.widgets.option_list import Option
 from cuda_llm.app.catalog import Catalog, TaskRow, load_catalog, load_tasks
 from cuda_llm.app.config import AppConfig
 from cuda_llm.app.keys import help_rows, letters_first
+from cuda_llm.app.knob_fields import knob_value
 from cuda_llm.app.messages import ModelsListed
 from cuda_llm.app.options import Choices, Defaults, SessionRequest, new_session, resume_session
 from cuda_llm.app.screens.modals import HelpScreen
@@ -37,7 +38,6 @@ from cuda_llm.app.widgets.footer import KeyFooter
 from cuda_llm.app.widgets.telemetry import TelemetryBar
 from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.core.errors import UserError
-from cuda_llm.engine.core.settings import KNOBS
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
 from cuda_llm.engine.llm.ollama_provider import OllamaProvider, ollama_url
 from cuda_llm.engine.llm.spec import parse_spec, person_writes
@@ -57,23 +57,6 @@ class ModelChoice:
     host: str | None = None
     base_url: str | None = None
     endpoint: str | None = None
-
-
-def _knob_value(text: str, field: str) -> int:
-    """A whole-number field of the start screen, in the range its knob declares (engine/core/settings.py
-    LOOP_KNOBS, as the CLI's flags and LoopSettings.validate have it); refused in one line by its letter."""
-    knob = KNOBS[field]
-    name = knob.letter or knob.flag
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(f"{name} must be a whole number") from None
-    if knob.zero_is_never and value < 0:
-        raise ValueError(f"{name} must not be negative (0: never)")
-    problem = knob.problem(value)
-    if problem:
-        raise ValueError(f"{name} {problem}")
-    return value
 
 
 class StartScreen(Screen[None]):
@@ -458,10 +441,10 @@ class StartScreen(Screen[None]):
         return Choices(
             task=task,
             model=spec,
-            candidates=_knob_value(value("opt-n"), "candidates"),
-            rounds=_knob_value(value("opt-d"), "rounds"),
-            repairs=_knob_value(value("opt-r"), "repairs"),
-            patience=_knob_value(value("opt-k"), "patience"),
+            candidates=knob_value(value("opt-n"), "candidates"),
+            rounds=knob_value(value("opt-d"), "rounds"),
+            repairs=knob_value(value("opt-r"), "repairs"),
+            patience=knob_value(value("opt-k"), "patience"),
             target_roofline=target,
             auto_accept=self.query_one("#opt-auto", Checkbox).value,
             host=chosen.host if chosen else None,

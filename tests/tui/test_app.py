@@ -117,7 +117,7 @@ async def test_bad_choices_are_one_line_on_the_start_screen(tmp_path, refused_ur
         app.screen.query_one("#model-spec").value = "manual"
         app.screen.query_one("#opt-n").value = "0"
         await pilot.press("f5")
-        assert screen_text(app, "#start-message") == "N must be 1 to 32"
+        assert screen_text(app, "#start-message") == "N must be between 1 and 32, got 0"
         assert isinstance(app.screen, StartScreen)
 
 

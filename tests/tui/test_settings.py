@@ -72,6 +72,11 @@ async def test_settings_while_running_apply_from_the_next_round(tmp_path, llm_se
         await pilot.press("m")
         await wait_for(pilot, lambda: isinstance(app.screen, SettingsScreen), "the settings dialog")
         assert not app.screen.query("#settings-retry")  # nothing paused: nothing to retry
+        # N's range is the one engine/core/settings.py LOOP_KNOBS declares, worded as the CLI words it.
+        app.screen.query_one("#settings-n", Input).value = "40"
+        await pilot.press("enter")
+        assert screen_text(app, "#settings-error") == "N must be between 1 and 32, got 40"
+        app.screen.query_one("#settings-n", Input).value = "1"
         app.screen.query_one("#settings-model", Input).value = "gpt-4"
         await pilot.press("enter")
         assert "ollama:MODEL, openai:MODEL or replay:ID" in screen_text(app, "#settings-error")

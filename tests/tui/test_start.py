@@ -50,8 +50,12 @@ async def test_the_last_model_used_comes_first_and_a_late_server_replaces_manual
         await wait_for(pilot, lambda: "2 model(s)" in str(app.screen.query_one("#model-status").render()), "")
         assert spec(app) == "ollama:qwen2.5-coder:32b"  # the last one used, not the first listed
 
+    # The list arrives after the screen has chosen a default: held back until the test has seen that
+    # default, so no machine is too busy (or too quick) for the order to hold.
+    release_list = asyncio.Event()
+
     async def slow_lister(_host):
-        await asyncio.sleep(0.5)  # the list arrives after the screen has chosen a default
+        await release_list.wait()
         return ["late-model"]
 
     app = make_app(tmp_path / "late", llm_server.url)
@@ -59,6 +63,7 @@ async def test_the_last_model_used_comes_first_and_a_late_server_replaces_manual
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
         assert spec(app) == "manual"  # nothing listed yet
+        release_list.set()
         await wait_for(pilot, lambda: spec(app) == "ollama:late-model", "the server's model, once listed")
         await pilot.pause()
         # Typed by the person: kept, whatever the server lists later.

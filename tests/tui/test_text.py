@@ -149,7 +149,7 @@ async def test_a_start_screen_message_is_beside_its_field(tmp_path, refused_url)
         await pilot.pause()
         message = app.screen.query_one("#start-message")
         button = app.screen.query_one("#start")
-        assert screen_text(app, "#start-message") == "N must be 1 to 32"
+        assert screen_text(app, "#start-message") == "N must be between 1 and 32, got 0"
         assert 0 < message.region.y - button.region.y <= 2, (message.region, button.region)
 
 
