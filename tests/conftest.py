@@ -88,12 +88,32 @@ SERIAL_GROUPS = {
 _REPO = Path(__file__).resolve().parent.parent
 
 
+# tryfirst: pytest-xdist's own hook reads the xdist_group marks (on each worker, where it suffixes
+# the test ids with "@group" for the scheduler); run after it, marks added here were never seen, and
+# every worker built the heavy fixtures of every group (measured: host-safety's twice, 190 s each).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         where = item.path.resolve().relative_to(_REPO).as_posix()
-        group = next((g for prefix, g in SERIAL_GROUPS.items() if where.startswith(prefix)), None)
+        group = _serial_group(where)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _serial_group(path: str) -> str | None:
+    return next((g for prefix, g in SERIAL_GROUPS.items() if path.startswith(prefix)), None)
+
+
+def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
+    """On the controller, once a worker has collected: every test of a serial group must carry its
+    group in its id ("...@ray"), or the scheduler spreads the group over the workers (each then builds
+    the group's heavy fixtures, and two local Ray clusters start at once). Fails the run, naming a
+    test, should the marks ever come too late again."""
+    if node.config.getvalue("dist") != "loadgroup":
+        return
+    lost = [i for i in ids if _serial_group(i.split("::")[0]) and "@" not in i]
+    if lost:
+        raise pytest.UsageError(f"{lost[0]}: its xdist_group mark came after pytest-xdist read the marks")
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
