@@ -126,6 +126,8 @@ async def test_telemetry_bar_shows_nvml_readings(tmp_path, refused_url):
     app = make_app(tmp_path, refused_url)
     app.sampler = lambda: sample
     async with app.run_test(size=(160, 48)) as pilot:
+        # Polled once the first screen is up (a busy machine may not have pushed it yet).
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
         app.poll_telemetry()
         await wait_for(pilot, lambda: "SM 1755/1980 MHz" in screen_text(app, "#bar-gpu"), "the telemetry")
         bar = screen_text(app, "#bar-gpu")
