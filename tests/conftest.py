@@ -107,9 +107,9 @@ def _serial_group(path: str) -> str | None:
 
 def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
     """On the controller, once a worker has collected: every test of a serial group must carry its
-    group in its id ("...@ray"), or the scheduler spreads the group over the workers (each then builds
-    the group's heavy fixtures). Fails the run, naming a
-    test, should the marks ever come too late again."""
+    group in its id ("...@tmux"), or the scheduler spreads the group over the workers (each then builds
+    the group's heavy fixtures). Fails the run, naming a test, should the marks ever come too late
+    again."""
     if node.config.getvalue("dist") != "loadgroup":
         return
     lost = [i for i in ids if _serial_group(i.split("::")[0]) and "@" not in i]
