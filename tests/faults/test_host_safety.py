@@ -57,6 +57,8 @@ PTX_KERNEL = GOOD_KERNEL.replace(
 REFUSED = "rejected before compiling"
 # Every how many replies `eval`'s text form is run besides its --json (the rest are rendered).
 TEXT_EVAL_EVERY = 8
+# Two compiles of one reply print the same but for how long each took.
+timeless = functools.partial(re.sub, r"ok in [0-9.]+ s", "ok in T s")
 # A candidate judged normally: compiled (compile-only), or run on the TUI's fake GPU.
 JUDGED = ("compiled", "correct")
 
@@ -350,8 +352,6 @@ def eval_run(world: World) -> PathRun:
         shown = render(load(Judgement, judgement), record["device"], library, tuple(record["notes"])) + "\n"
         if n % TEXT_EVAL_EVERY == 0 or n == len(texts) - 1:
             code_text, out_text, err_text = _cli("eval", "vector_add", str(path), "--compile-only")
-            # Two compiles: the same but for how long each took.
-            timeless = functools.partial(re.sub, r"ok in [0-9.]+ s", "ok in T s")
             assert (code_text, timeless(out_text), err_text) == (code, timeless(shown), err), n
         run.texts[f"eval of reply {n}"] = shown + err
     return run
