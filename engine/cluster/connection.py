@@ -57,14 +57,32 @@ class ClusterConnection:
     def close(self) -> None:
         import ray
 
-        if self.owned and ray.is_initialized():
+        if not self.owned:
+            return
+        if ray.is_initialized():
             # References into the object store must die with their connection: the next connection of
             # this process is given the same object IDs again, and a reference of this one freed
             # during it (by the garbage collector, say) frees the new object of that ID
             # (ray-project/ray#30089). The pools drop theirs on close; this collects any left in cycles.
             gc.collect()
             ray.shutdown()
-            self.owned = False
+        else:
+            _forget_lost_client()
+        self.owned = False
+
+
+def _forget_lost_client() -> None:
+    """Unregister a Ray client that gave up on its cluster. Ray shuts such a client's worker down but
+    still counts it among this process's client connections, with client mode left on, so the next
+    ray.init of the process fails: as a client with "already connected ... allow_multiple=True", as a
+    driver with an AssertionError inside Ray. A session that paused for a lost cluster could then not
+    resume on another in the same TUI."""
+    import ray
+    from ray.util import client
+
+    if ray.is_initialized() or client.num_connected_contexts() == 0:
+        return
+    ray.shutdown()  # in client mode: closes and unregisters every client context
 
 
 def connected() -> bool:
