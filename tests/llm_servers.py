@@ -93,6 +93,9 @@ class Reply:
     message: str = ""
     retry_after: str | None = None  # Retry-After header value for an error status
     stall_first_s: float = 0.0  # after the response headers, before the first chunk
+    # After the response headers, no chunk until the test sets this (a model busy for exactly as long
+    # as the test needs, however slow the machine); the server's stop ends the wait too.
+    held_until: threading.Event | None = None
     stall_at: int | None = None  # stall for stall_s before this chunk
     stall_s: float = 0.0
     cut_at: int | None = None  # drop the connection (incomplete chunked body) before this chunk
@@ -142,6 +145,11 @@ class Reply:
     def stall_first(cls, seconds: float, *chunks: str) -> Reply:
         """Headers at once, then no token for `seconds` (a model loading, a queue)."""
         return cls(chunks=tuple(chunks) or ("late",), stall_first_s=seconds)
+
+    @classmethod
+    def held(cls, release: threading.Event, *chunks: str) -> Reply:
+        """Headers at once, then no token until `release` is set."""
+        return cls(chunks=tuple(chunks) or ("late",), held_until=release)
 
     @classmethod
     def stall_mid(cls, seconds: float, *chunks: str, at: int = 1) -> Reply:
@@ -401,6 +409,13 @@ class LoopbackLLMServer:
         """Sleep, but wake at shutdown; True if the server is stopping."""
         return self._stop.wait(seconds) if seconds > 0 else self._stop.is_set()
 
+    def _hold(self, release: threading.Event | None) -> bool:
+        """Wait for `release`, but wake at shutdown; True if the server is stopping."""
+        while release is not None and not release.wait(SERVE_POLL_S):
+            if self._stop.is_set():
+                return True
+        return self._stop.is_set()
+
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True  # stop() joins them itself, with a bound
@@ -649,7 +664,7 @@ class _Handler(BaseHTTPRequestHandler):
             return "status"
 
         self._start_chunked(200, wire.content_type, reply.encoding)
-        if self.owner._pause(reply.stall_first_s):
+        if self.owner._pause(reply.stall_first_s) or self.owner._hold(reply.held_until):
             return "shutdown"
 
         started = time.monotonic()

@@ -14,6 +14,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -353,7 +354,10 @@ async def test_disk_full(tmp_path, llm_server, observed):
 def test_second_instance_on_a_running_session(tmp_path, llm_server, observed):
     db = tmp_path / "sessions.db"
     env = cli_env(tmp_path)
-    llm_server.script(Reply.stall_first(2.0, reply()))  # keeps the first run busy in round 1
+    # The first run stays in round 1 until the second instance is done: a reply it received meanwhile
+    # would be written by the first run, not the refused one.
+    release = threading.Event()
+    llm_server.script(Reply.held(release, reply()))
     llm_server.default = GOOD
     first = cli(
         "run", "vector_add", "--model", "ollama:loop-model", "-N", "1", "-D", "2", *common(db, llm_server), env=env
@@ -365,6 +369,7 @@ def test_second_instance_on_a_running_session(tmp_path, llm_server, observed):
     assert second.returncode == 2, (out, err)
     assert err.strip() == f"cuda-llm: session 1 is being run by process {first.pid}; stop it first"
     assert snapshot(db) == before, "the refused instance wrote nothing"
+    release.set()
     out1, err1 = first.communicate(timeout=60)
     assert first.returncode == 0, err1
     assert "session 1: finished" in out1 and set(snapshot(db)) == {"baseline", "r1-1", "r2-1"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 import time
 
 import httpx
@@ -87,6 +88,26 @@ async def test_stop_is_prompt_with_a_request_stalled() -> None:
     # A stop that waited for the stalled request would give up on it only after the join limit.
     assert stopped_in < SHUTDOWN_JOIN_S, f"stopping took {stopped_in:.1f} s: it waited for the stalled request"
     assert server.chat_requests[0].outcome == "shutdown"
+
+
+async def test_a_held_reply_sends_nothing_until_released(llm_server) -> None:
+    release = threading.Event()
+    llm_server.script(Reply.held(release, "at ", "last"))
+    wire = Wire("ollama", llm_server)
+    patient = dataclasses.replace(FAST, first_token_timeout_s=60.0)
+    request = asyncio.create_task(wire.provider().complete(PROMPT, patient, KEY))
+    try:
+        while not llm_server.chat_requests:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.3)
+        assert llm_server.chat_requests[0].chunks_sent == 0 and not request.done(), "held: nothing sent yet"
+        release.set()
+        done = await asyncio.wait_for(request, 60)
+    finally:
+        request.cancel()
+        await asyncio.gather(request, return_exceptions=True)
+        await wire.close()
+    assert done.text == "at last" and llm_server.chat_requests[0].outcome == "complete"
 
 
 async def test_a_stopped_server_refuses_connections() -> None:
