@@ -5,7 +5,7 @@ after a warm-up round. Prints the device, the wall times, the ratios and where t
 their time; --json writes it all. Targets (issue 27): 2 GPUs at least 1.8x faster than 1, 4 GPUs
 3.4x.
 
-    python -m bench.round_gpus [--gpus 1,2,4] [--repeats 5] [--cluster] [--json F] [--md F]
+    python -m bench.round_gpus [--gpus 1,2,4] [--repeats 5] [--cluster] [--programs] [--json F] [--md F]
 
 Each count N judges on GPUs 0..N-1 (counts beyond the host's GPUs are skipped, and said so). Every
 configuration gets the compiler processes the engine gives that many GPUs (compile_workers), the Ray
@@ -66,6 +66,22 @@ def candidates() -> list[Candidate]:
 
 
 @dataclass(frozen=True)
+class ProgramStop:
+    """How one program's sampling stopped (engine/gpu/profile.py's stop rule): enough samples with a
+    spread under stop_rel_iqr, or the cap. A program that runs to the cap costs its GPU up to a
+    second, and a round waits for its slowest GPU."""
+
+    label: str
+    gpu: str
+    median_us: float
+    samples: int
+    discarded: int  # taken under a throttled SM clock; they count towards the cap
+    rel_iqr: float  # the interquartile range over the median, pooled over the placements
+    placements: int
+    sm_clock_mhz: float | None
+
+
+@dataclass(frozen=True)
 class RoundResult:
     total_s: float
     validate_s: float  # compiling and validating the 8
@@ -74,6 +90,7 @@ class RoundResult:
     profile_phases_s: tuple[dict[str, float], ...]  # each GPU's timing job
     validations_per_gpu: dict[str, int]  # where the 8 were validated
     timed_per_gpu: dict[str, int]  # where they were timed
+    programs: tuple[ProgramStop, ...] = ()  # each candidate's sampling, in the order judged
 
 
 async def one_round(judge, cands: list[Candidate]) -> RoundResult:
@@ -99,6 +116,14 @@ async def one_round(judge, cands: list[Candidate]) -> RoundResult:
         timing.profile_phases_s,
         dict(Counter(_where(j) for _c, j in judged)),
         dict(Counter(_where(j) for j in timing.judgements)),
+        tuple(_stop(j) for j in timing.judgements if j.timing is not None),
+    )
+
+
+def _stop(judgement) -> ProgramStop:
+    t = judgement.timing
+    return ProgramStop(
+        judgement.label, _where(judgement), t.median_us, t.samples, t.discarded, t.rel_iqr, t.placements, t.sm_clock_mhz
     )
 
 
@@ -122,7 +147,7 @@ def fmt_phases(p: dict[str, float]) -> str:
 
 
 def median_round(rounds: list[RoundResult]) -> RoundResult:
-    """The median of each figure, with the phases and placement of the last round."""
+    """The median of each figure, with the phases, placement and programs of the last round."""
     last = rounds[-1]
     return dataclasses.replace(
         last,
@@ -240,8 +265,9 @@ def ratios(runs: list[dict[str, Any]], task: str | None) -> dict[str, float]:
     return out
 
 
-def report(runs: list[dict[str, Any]], task: str) -> None:
-    """The lines for one task: the times and ratios, then where each configuration spent them."""
+def report(runs: list[dict[str, Any]], task: str, programs: bool = False) -> None:
+    """The lines for one task: the times and ratios, then where each configuration spent them (with
+    `programs`, how each candidate's sampling stopped)."""
     speed = ratios(runs, task)
     first = runs[0]
     print(f"round of 8 {task} candidates on {first['device'].split(' x ')[-1]}:")
@@ -261,6 +287,13 @@ def report(runs: list[dict[str, Any]], task: str) -> None:
         print(f"  {label}: validated per GPU {res.validations_per_gpu}, timed per GPU {res.timed_per_gpu}")
         for i, p in enumerate(res.profile_phases_s):
             print(f"  {label}: timing job {i}: {fmt_phases(p)}")
+        if programs:
+            for stop in res.programs:
+                clock = f"{stop.sm_clock_mhz:.0f} MHz" if stop.sm_clock_mhz else "clock unread"
+                print(
+                    f"  {label}: {stop.label} on GPU {stop.gpu}: {stop.median_us:.1f} us, {stop.samples} samples "
+                    f"({stop.discarded} discarded) over {stop.placements} placements, IQR {stop.rel_iqr:.2%}, {clock}"
+                )
 
 
 def markdown(runs: list[dict[str, Any]], tasks: Sequence[str]) -> str:
@@ -308,10 +341,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cluster", action="store_true", help="also through the Ray path: a local head, one actor per GPU")
     p.add_argument("--json")
     p.add_argument("--md", help="also write the figures as a markdown table")
+    p.add_argument("--programs", action="store_true", help="also how each candidate's sampling stopped")
     args = p.parse_args(argv)
     counts = gpu_counts(args.gpus)
     runs = run_all({"vector_add": candidates()}, counts, args.repeats, args.cluster)
-    report(runs, "vector_add")
+    report(runs, "vector_add", args.programs)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(as_json(runs, ["vector_add"]), fh, indent=2)

@@ -8,7 +8,7 @@ for matmul), as a model's replies to one prompt differ: all correct, of differen
 device, each task's times and ratios, the five rounds summed, and where the workers spent their
 time; --json writes it all.
 
-    python -m bench.round_tasks [--gpus 1,2,4] [--repeats 2] [--cluster] [--json F] [--md F]
+    python -m bench.round_tasks [--gpus 1,2,4] [--repeats 2] [--cluster] [--programs] [--json F] [--md F]
 """
 
 from __future__ import annotations
@@ -69,12 +69,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cluster", action="store_true", help="also through the Ray path: a local head, one actor per GPU")
     p.add_argument("--json")
     p.add_argument("--md", help="also write the figures as a markdown table")
+    p.add_argument("--programs", action="store_true", help="also how each candidate's sampling stopped")
     args = p.parse_args(argv)
     tasks = [t for t in args.tasks.split(",") if t]
     counts = gpu_counts(args.gpus)
     runs = run_all({t: variants(t) for t in tasks}, counts, args.repeats, args.cluster)
     for t in tasks:
-        report(runs, t)
+        report(runs, t, args.programs)
     total = ratios(runs, None)
     print(f"the {len(tasks)} rounds summed: " + ", ".join(f"{k} {v:.2f}x" for k, v in total.items()))
     if args.json:

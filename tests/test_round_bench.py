@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 
 import pytest
 from fakes.fake_gpu import FAKE_DEVICE, FakeGpu, fake_environment
@@ -30,11 +31,13 @@ async def fake_pool_env(gpus: int, ray_head):
     return env, settings
 
 
-def test_each_configuration_validates_and_times_on_every_gpu(monkeypatch, tmp_path) -> None:
+def test_each_configuration_validates_and_times_on_every_gpu(monkeypatch, tmp_path, capsys) -> None:
     monkeypatch.setattr(round_gpus, "open_env", fake_pool_env)
     monkeypatch.setattr(round_gpus, "gpu_counts", lambda text: [int(x) for x in text.split(",")])
     out, md = tmp_path / "round.json", tmp_path / "round.md"
-    assert round_gpus.main(["--gpus", "1,2", "--repeats", "1", "--json", str(out), "--md", str(md)]) == 0
+    argv = ["--gpus", "1,2", "--repeats", "1", "--programs", "--json", str(out), "--md", str(md)]
+    assert round_gpus.main(argv) == 0
+    printed = capsys.readouterr().out
     table = md.read_text().splitlines()
     assert table[2].startswith("| vector_add | local | 1 |") and table[3].startswith("| vector_add | local | 2 |")
     assert "2 x Fake H100" in md.read_text()
@@ -49,6 +52,13 @@ def test_each_configuration_validates_and_times_on_every_gpu(monkeypatch, tmp_pa
     assert len(two["profile_phases_s"]) == 2, "one timing job per GPU"
     assert set(data["speedups"]["vector_add"]) == {"local:1", "local:2"}
     assert data["speedups"]["vector_add"]["local:1"] == pytest.approx(1.0)
+    # How each candidate's sampling stopped, from the timings the workers returned (the fake's: 50
+    # samples, none discarded), on the GPU that timed it.
+    programs = two["programs"]
+    assert sorted(p["label"] for p in programs) == sorted(c.label for c in round_gpus.candidates())
+    assert Counter(p["gpu"] for p in programs) == two["timed_per_gpu"]
+    assert all(p["samples"] == 50 and p["discarded"] == 0 and p["rel_iqr"] > 0 for p in programs)
+    assert sum(" samples (0 discarded) over " in line for line in printed.splitlines()) == 16, printed
 
 
 def test_the_five_tasks_candidates_are_eight_launch_shapes_of_each_baseline() -> None:
