@@ -58,6 +58,9 @@ IDLE_CONNECTION_TIMEOUT_S = 5.0
 SHUTDOWN_JOIN_S = 5.0
 # How often the accept loop checks for shutdown: stop() waits up to this long, once per test.
 SERVE_POLL_S = 0.01
+# A gathering reply (Reply.gathered) goes out after this even if its requests never all arrive: the
+# test's own check then fails (they did not overlap) instead of the test hanging.
+GATHER_LIMIT_S = 30.0
 # The size of each chunk of a Reply.big() reply: a thousand chunks of a kilobyte for 1 MB.
 BIG_CHUNK_CHARS = 1000
 
@@ -96,6 +99,10 @@ class Reply:
     # After the response headers, no chunk until the test sets this (a model busy for exactly as long
     # as the test needs, however slow the machine); the server's stop ends the wait too.
     held_until: threading.Event | None = None
+    # After the response headers, no chunk until this many chat requests have reached the server (the
+    # requests of one round, of two processes), or GATHER_LIMIT_S has passed: then whatever overlap
+    # a test checks for does not depend on how fast a busy machine sends them.
+    gather: int = 0
     stall_at: int | None = None  # stall for stall_s before this chunk
     stall_s: float = 0.0
     cut_at: int | None = None  # drop the connection (incomplete chunked body) before this chunk
@@ -150,6 +157,12 @@ class Reply:
     def held(cls, release: threading.Event, *chunks: str) -> Reply:
         """Headers at once, then no token until `release` is set."""
         return cls(chunks=tuple(chunks) or ("late",), held_until=release)
+
+    @classmethod
+    def gathered(cls, requests: int, *chunks: str, **changes: Any) -> Reply:
+        """Headers at once, then no token until `requests` chat requests have arrived (at most
+        GATHER_LIMIT_S): requests sent together are then all in flight together."""
+        return cls(chunks=tuple(chunks) or ("late",), gather=requests, **changes)
 
     @classmethod
     def stall_mid(cls, seconds: float, *chunks: str, at: int = 1) -> Reply:
@@ -409,10 +422,16 @@ class LoopbackLLMServer:
         """Sleep, but wake at shutdown; True if the server is stopping."""
         return self._stop.wait(seconds) if seconds > 0 else self._stop.is_set()
 
-    def _hold(self, release: threading.Event | None) -> bool:
-        """Wait for `release`, but wake at shutdown; True if the server is stopping."""
+    def _hold(self, reply: Reply) -> bool:
+        """Wait for the reply's release and for its gathering, but wake at shutdown; True if the server
+        is stopping."""
+        release = reply.held_until
         while release is not None and not release.wait(SERVE_POLL_S):
             if self._stop.is_set():
+                return True
+        deadline = time.monotonic() + GATHER_LIMIT_S
+        while len(self.chat_requests) < reply.gather and time.monotonic() < deadline:
+            if self._stop.wait(SERVE_POLL_S):
                 return True
         return self._stop.is_set()
 
@@ -664,7 +683,7 @@ class _Handler(BaseHTTPRequestHandler):
             return "status"
 
         self._start_chunked(200, wire.content_type, reply.encoding)
-        if self.owner._pause(reply.stall_first_s) or self.owner._hold(reply.held_until):
+        if self.owner._pause(reply.stall_first_s) or self.owner._hold(reply):
             return "shutdown"
 
         started = time.monotonic()

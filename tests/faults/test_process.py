@@ -384,8 +384,10 @@ def test_second_instance_on_a_running_session(tmp_path, llm_server, observed):
 def test_two_instances_on_one_database(tmp_path, llm_server, observed):
     db = tmp_path / "sessions.db"
     env = cli_env(tmp_path)
-    # Slow enough that the two runs overlap, writing to the file at the same time.
-    llm_server.default = Reply.text(*[reply()[i : i + 40] for i in range(0, len(reply()), 40)], chunk_delay_s=0.01)
+    # The two runs overlap, writing to the file at the same time: round 1's replies wait until a
+    # request of the second run has arrived too (each run asks for two), however slow the machine.
+    chunks = [reply()[i : i + 40] for i in range(0, len(reply()), 40)]
+    llm_server.default = Reply.gathered(3, *chunks, chunk_delay_s=0.01)
     args = ["run", "vector_add", "--model", "ollama:loop-model", "-N", "2", "-D", "2", *common(db, llm_server)]
     runs = [cli(*args, env=env), cli(*args, env=env)]  # both start on a file that does not exist yet
     results = [p.communicate(timeout=120) for p in runs]

@@ -3,10 +3,6 @@ ollama and openai client libraries, recording into a real SQLite store."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import time
-
 import pytest
 from llm_servers import Reply
 from scripted import BROKEN_KERNEL, chunked, reply
@@ -55,27 +51,13 @@ async def test_format_error_is_explained_to_the_model(tmp_path, llm_server):
     assert "format error" in repair and first.message in repair
 
 
-# The replies are held until the round's four requests have all reached the server, however slow the
-# machine; a round that sent them one after another would never send the second while the first is
-# held (its first-token limit, session_driver.FAST_GEN, then fails it), and this bounds the wait.
-ALL_FOUR_WITHIN_S = 30.0
-
-
 async def test_n_requests_of_a_round_run_concurrently(tmp_path, llm_server):
-    release = threading.Event()
-    llm_server.default = Reply.held(release, reply())
-
-    async def release_once_all_four_arrived() -> None:
-        deadline = time.monotonic() + ALL_FOUR_WITHIN_S
-        while len(llm_server.chat_requests) < 4 and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-        release.set()
-
-    releaser = asyncio.create_task(release_once_all_four_arrived())
+    # Each reply waits until the round's four requests have all arrived, however slow the machine: a
+    # round that sent them one after another would never send the second while the first waits.
+    llm_server.default = Reply.gathered(4, reply())
     result, _rec = await run_session(
         options(tmp_path, "ollama:loop-model", candidates=4, rounds=1), host=llm_server.url
     )
-    await releaser
     assert result.status == "finished"
     assert llm_server.peak_concurrency == 4
     chats = llm_server.chat_requests

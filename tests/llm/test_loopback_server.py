@@ -12,7 +12,7 @@ import httpx
 import pytest
 from llm_servers import SHUTDOWN_JOIN_S, LoopbackLLMServer, RecordedRequest, Reply
 
-from cuda_llm.engine.llm.base import ModelError
+from cuda_llm.engine.llm.base import ModelError, RequestKey
 
 from .wire import FAST, KEY, PROMPT, Wire
 
@@ -108,6 +108,28 @@ async def test_a_held_reply_sends_nothing_until_released(llm_server) -> None:
         await asyncio.gather(request, return_exceptions=True)
         await wire.close()
     assert done.text == "at last" and llm_server.chat_requests[0].outcome == "complete"
+
+
+async def test_a_gathering_reply_waits_for_the_other_requests(llm_server) -> None:
+    llm_server.default = Reply.gathered(2, "together")
+    wire = Wire("ollama", llm_server)
+    patient = dataclasses.replace(FAST, first_token_timeout_s=60.0)
+    provider = wire.provider()
+    first = asyncio.create_task(provider.complete(PROMPT, patient, KEY))
+    try:
+        while not llm_server.chat_requests:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.3)
+        assert llm_server.chat_requests[0].chunks_sent == 0 and not first.done(), "waits for the second"
+        second = await asyncio.wait_for(provider.complete(PROMPT, patient, RequestKey(1, 0, 1)), 60)
+        done = await asyncio.wait_for(first, 60)
+    finally:
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        await wire.close()
+    assert done.text == second.text == "together"
+    a, b = llm_server.chat_requests
+    assert a.overlaps(b)
 
 
 async def test_a_stopped_server_refuses_connections() -> None:
