@@ -32,6 +32,11 @@ def _env(tmp_path, url: str) -> dict[str, str]:
     return {"CUDA_LLM_HOME": str(tmp_path / "home"), "OLLAMA_HOST": url}
 
 
+def list_has_focus(screen: str) -> bool:
+    footer = [line for line in screen.splitlines() if line.strip()][-1]
+    return "Element-wise sum" in screen and footer.lstrip().startswith("s Start")
+
+
 def test_a_session_in_tmux(tmp_path, llm_server):
     llm_server.default = chunked(reply())
     args = ["--compile-only", "--arch", "sm_90", "--candidates", "1", "--rounds", "1"]
@@ -49,7 +54,10 @@ def test_a_session_in_tmux(tmp_path, llm_server):
             tmux.text("vector_a")
             tmux.keys("Enter")
             try:
-                tmux.wait_for(["Element-wise sum"], 10, "vector_add's summary")
+                # The summary shows while the filter still has the focus; "s" sent before Enter has
+                # moved the focus to the list is typed into the filter (a busy machine did: the filter
+                # read "vector_as"). The footer offers "s Start" only once no field has the focus.
+                tmux.wait_until(list_has_focus, 10, "vector_add's summary, with the focus on the task list")
                 break
             except AssertionError:
                 if attempt == 2:
