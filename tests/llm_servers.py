@@ -20,7 +20,8 @@ callable taking the RecordedRequest); when the queue is empty, `server.default` 
 that is None too, the request gets HTTP 400 "no scripted reply left" (a test mistake shows at
 once instead of hanging). GET requests do not consume the queue.
 
-Every loop is bounded: stalls end by themselves (or at shutdown), an endless reply stops when the
+Every loop is bounded: stalls end by themselves (or at shutdown), a held reply at its release (or at
+shutdown), a gathering one after GATHER_LIMIT_S at the latest, an endless reply stops when the
 client hangs up, after ENDLESS_MAX_CHUNKS chunks or after ENDLESS_MAX_S seconds, and a client
 that stops reading is dropped after IDLE_CONNECTION_TIMEOUT_S. Only 127.0.0.1 is ever bound.
 

@@ -72,17 +72,16 @@ class ClusterConnection:
 
 
 def _forget_lost_client() -> None:
-    """Unregister a Ray client that gave up on its cluster. Ray shuts such a client's worker down but
-    still counts it among this process's client connections, with client mode left on, so the next
-    ray.init of the process fails: as a client with "already connected ... allow_multiple=True", as a
-    driver with an AssertionError inside Ray. A session that paused for a lost cluster could then not
-    resume on another in the same TUI."""
+    """Unregister a Ray client that gave up on its cluster (called once `ray.is_initialized()` is
+    False). Ray shuts such a client's worker down but still counts it among this process's client
+    connections, with client mode left on, so the next ray.init of the process fails: as a client
+    with "already connected ... allow_multiple=True", as a driver with an AssertionError inside Ray.
+    A session that paused for a lost cluster could then not resume on another in the same TUI."""
     import ray
     from ray.util import client
 
-    if ray.is_initialized() or client.num_connected_contexts() == 0:
-        return
-    ray.shutdown()  # in client mode: closes and unregisters every client context
+    if client.num_connected_contexts():
+        ray.shutdown()  # in client mode: closes and unregisters every client context
 
 
 def connected() -> bool:

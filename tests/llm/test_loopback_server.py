@@ -4,15 +4,17 @@ time, callables and defaults answer, and stopping is prompt even with a request 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import threading
 import time
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 from llm_servers import SHUTDOWN_JOIN_S, LoopbackLLMServer, RecordedRequest, Reply
 
-from cuda_llm.engine.llm.base import ModelError, RequestKey
+from cuda_llm.engine.llm.base import Completion, ModelError, RequestKey
 
 from .wire import FAST, KEY, PROMPT, Wire
 
@@ -67,23 +69,33 @@ async def test_get_routes_and_request_log(llm_server: LoopbackLLMServer) -> None
     assert llm_server.chat_requests == []
 
 
-async def test_stop_is_prompt_with_a_request_stalled() -> None:
-    server = LoopbackLLMServer().start()
-    stall = 60.0
-    server.script(Reply.stall_first(stall))
-    wire = Wire("ollama", server)
-    patient = dataclasses.replace(FAST, first_token_timeout_s=60.0)
-    request = asyncio.create_task(wire.provider().complete(PROMPT, patient, KEY))
+# Long enough that no scripted wait in these tests trips the client's own first-token limit.
+PATIENT = dataclasses.replace(FAST, first_token_timeout_s=60.0)
+
+
+@contextlib.asynccontextmanager
+async def in_flight(wire: Wire, key: RequestKey = KEY) -> AsyncIterator[asyncio.Task[Completion]]:
+    """A chat request sent in the background, yielded once the server has it; cancelled and its
+    providers closed on the way out."""
+    request = asyncio.create_task(wire.provider().complete(PROMPT, PATIENT, key))
     try:
-        while not server.chat_requests:
+        while not wire.server.chat_requests:
             await asyncio.sleep(0.01)
-        started = time.monotonic()
-        await asyncio.to_thread(server.stop)
-        stopped_in = time.monotonic() - started
+        yield request
     finally:
         request.cancel()
         await asyncio.gather(request, return_exceptions=True)
         await wire.close()
+
+
+async def test_stop_is_prompt_with_a_request_stalled() -> None:
+    server = LoopbackLLMServer().start()
+    stall = 60.0
+    server.script(Reply.stall_first(stall))
+    async with in_flight(Wire("ollama", server)):
+        started = time.monotonic()
+        await asyncio.to_thread(server.stop)
+        stopped_in = time.monotonic() - started
 
     # A stop that waited for the stalled request would give up on it only after the join limit.
     assert stopped_in < SHUTDOWN_JOIN_S, f"stopping took {stopped_in:.1f} s: it waited for the stalled request"
@@ -93,40 +105,22 @@ async def test_stop_is_prompt_with_a_request_stalled() -> None:
 async def test_a_held_reply_sends_nothing_until_released(llm_server) -> None:
     release = threading.Event()
     llm_server.script(Reply.held(release, "at ", "last"))
-    wire = Wire("ollama", llm_server)
-    patient = dataclasses.replace(FAST, first_token_timeout_s=60.0)
-    request = asyncio.create_task(wire.provider().complete(PROMPT, patient, KEY))
-    try:
-        while not llm_server.chat_requests:
-            await asyncio.sleep(0.01)
+    async with in_flight(Wire("ollama", llm_server)) as request:
         await asyncio.sleep(0.3)
         assert llm_server.chat_requests[0].chunks_sent == 0 and not request.done(), "held: nothing sent yet"
         release.set()
         done = await asyncio.wait_for(request, 60)
-    finally:
-        request.cancel()
-        await asyncio.gather(request, return_exceptions=True)
-        await wire.close()
     assert done.text == "at last" and llm_server.chat_requests[0].outcome == "complete"
 
 
 async def test_a_gathering_reply_waits_for_the_other_requests(llm_server) -> None:
     llm_server.default = Reply.gathered(2, "together")
     wire = Wire("ollama", llm_server)
-    patient = dataclasses.replace(FAST, first_token_timeout_s=60.0)
-    provider = wire.provider()
-    first = asyncio.create_task(provider.complete(PROMPT, patient, KEY))
-    try:
-        while not llm_server.chat_requests:
-            await asyncio.sleep(0.01)
+    async with in_flight(wire) as first:
         await asyncio.sleep(0.3)
         assert llm_server.chat_requests[0].chunks_sent == 0 and not first.done(), "waits for the second"
-        second = await asyncio.wait_for(provider.complete(PROMPT, patient, RequestKey(1, 0, 1)), 60)
+        second = await asyncio.wait_for(wire.provider().complete(PROMPT, PATIENT, RequestKey(1, 0, 1)), 60)
         done = await asyncio.wait_for(first, 60)
-    finally:
-        first.cancel()
-        await asyncio.gather(first, return_exceptions=True)
-        await wire.close()
     assert done.text == second.text == "together"
     a, b = llm_server.chat_requests
     assert a.overlaps(b)
