@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import gpu_workers
 import pytest
 from llm_servers import LoopbackLLMServer, closed_port_url
 
@@ -32,6 +33,17 @@ _made: list[Path] = []
 def pytest_configure(config: pytest.Config) -> None:
     """Runs before collection: parametrised tests that list the task library see the built-in one."""
     from cuda_llm.engine.core.paths import user_cache_dir
+
+    if gpu_workers.wanted():
+        gpus = gpu_workers.visible_gpus(os.environ.get("CUDA_VISIBLE_DEVICES"), gpu_workers.host_gpu_count())
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        try:
+            if worker:  # before anything in this worker initialises CUDA
+                os.environ["CUDA_VISIBLE_DEVICES"] = gpu_workers.worker_gpu(worker, gpus)
+            else:  # the controller: refuse a -n that would put two workers on one GPU
+                gpu_workers.check_workers(getattr(config.option, "numprocesses", None), gpus)
+        except gpu_workers.GpuWorkerError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
     real_cache = user_cache_dir()
     home = Path(tempfile.mkdtemp(prefix="cuda-llm-test-home-"))
@@ -96,7 +108,10 @@ _REPO = Path(__file__).resolve().parent.parent
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        where = item.path.resolve().relative_to(_REPO).as_posix()
+        path = item.path.resolve()
+        if not path.is_relative_to(_REPO):  # a test file of a test's own pytest run
+            continue
+        where = path.relative_to(_REPO).as_posix()
         group = next((g for prefix, g in SERIAL_GROUPS.items() if where.startswith(prefix)), None)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
@@ -104,9 +119,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """`-n auto`: one worker per core, but none (a serial run) where a GPU is there: the GPU tests
-    time kernels, and two workers sharing the device would time each other."""
+    time kernels, and two workers sharing the device would time each other. With one GPU per worker
+    asked for (tests/gpu_workers.py), one worker per visible GPU."""
     from cuda_llm.engine.judge.judge_environment import gpu_unavailable_reason
 
+    if gpu_workers.wanted():
+        return len(gpu_workers.visible_gpus(os.environ.get("CUDA_VISIBLE_DEVICES"), gpu_workers.host_gpu_count()))
     if gpu_unavailable_reason() is None:
         return 0
     return None
