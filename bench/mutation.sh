@@ -20,6 +20,7 @@ files=("${@:-${scope[@]}}")
 tests=(
   tests/judge tests/gpu_side tests/contract/test_limits.py tests/compile/test_includes.py
   tests/compile/test_header_macros.py tests/llm/test_encoded_replies.py tests/llm/test_response_cap.py
+  tests/llm/test_bounded.py
 )
 
 work=$(mktemp -d /tmp/cuda-llm-mutation-XXXX)

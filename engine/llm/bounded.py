@@ -83,16 +83,32 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     return parts.scheme, (parts.hostname or "").lower(), parts.port or default
 
 
+def _server(url: str) -> str:
+    """scheme://host[:port] of a URL, without its path or any user:password@ (the message may be shown
+    or logged)."""
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit((parts.scheme, netloc, "", "", ""))
+
+
+# How much of a Location that does not parse the refusal quotes (verbatim, in quotes).
+_MALFORMED_LOCATION_CHARS = 80
+
+
 def check_redirect(request_url: str, status: int, location: str | None) -> None:
     """Raise RedirectRefused for a redirect whose target is another origin than the request's; a
-    redirect within the same server (a path with a slash added) may be followed."""
+    redirect within the same server (a path with a slash added) may be followed. A Location that does
+    not parse (a port out of range, a broken IPv6 host) is refused too: it names no server we chose."""
     if not 300 <= status < 400 or not location:
         return
-    target = urllib.parse.urljoin(request_url, location)
-    if _origin(target) != _origin(request_url):
-        source = urllib.parse.urlunsplit((*urllib.parse.urlsplit(request_url)[:2], "", "", ""))
-        there = urllib.parse.urlsplit(target)
-        raise RedirectRefused(source, urllib.parse.urlunsplit((there.scheme, there.netloc, "", "", "")))
+    try:
+        target = urllib.parse.urljoin(request_url, location)
+        same = _origin(target) == _origin(request_url)
+        there = _server(target)
+    except ValueError:
+        raise RedirectRefused(_server(request_url), repr(location[:_MALFORMED_LOCATION_CHARS])) from None
+    if not same:
+        raise RedirectRefused(_server(request_url), there)
 
 
 class UndecodableResponse(Exception):
@@ -268,4 +284,3 @@ def proxy_for(url: str) -> str | None:
     if urllib.request.proxy_bypass_environment(host, proxies):  # type: ignore[attr-defined]  # see above
         return None
     return proxy if "://" in proxy else f"http://{proxy}"
-

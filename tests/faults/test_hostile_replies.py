@@ -274,6 +274,29 @@ def test_a_redirect_to_another_server_is_never_followed(tmp_path, monkeypatch, k
 
 @pytest.mark.fault(
     GROUP,
+    "a model server that answers 307 with a Location that is not a URL (a port out of range; ollama and "
+    "OpenAI clients, at the model listing)",
+    "refused like any redirect to another server: one line quoting the location, exit 2, no traceback",
+)
+@pytest.mark.parametrize("kind", ["ollama", "openai"])
+def test_a_redirect_to_a_location_that_does_not_parse_is_one_line(tmp_path, monkeypatch, kind, observed):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-redirect-test")
+    with redirecting("http://elsewhere.example:99999", list_models=False) as url:
+        server = ["--host", url] if kind == "ollama" else ["--base-url", url + "/v1"]
+        code, out, err = _cli(
+            "run", "vector_add", "--model", f"{kind}:loop-model", *server, "--headless", "--compile-only",
+            "-N", "1", "-D", "1", "--db", str(tmp_path / "s.db"),
+        )  # fmt: skip
+    text = out + err
+    line = next(x for x in text.splitlines() if "redirect to" in x)
+    assert url in line and "'http://elsewhere.example:99999/" in line, line
+    assert code == 2, text
+    assert "Traceback" not in text and "ValueError" not in text, text
+    observed(f"{kind}: exit 2: {line[:160]}")
+
+
+@pytest.mark.fault(
+    GROUP,
     "the model server's key (OPENAI_API_KEY) in the environment of the processes a session starts",
     "absent from every compiler child and multiprocessing's resource tracker (/proc/PID/environ), and from "
     "the profiler's children",
