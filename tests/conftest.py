@@ -36,7 +36,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if gpu_workers.wanted():
         gpus = gpu_workers.visible_gpus(os.environ.get("CUDA_VISIBLE_DEVICES"), gpu_workers.host_gpu_count())
-        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        # xdist's own mark of a worker: PYTEST_XDIST_WORKER may be inherited from an outer run.
+        workerinput = getattr(config, "workerinput", None)
+        worker = workerinput["workerid"] if workerinput else None
         try:
             if worker:  # before anything in this worker initialises CUDA
                 os.environ["CUDA_VISIBLE_DEVICES"] = gpu_workers.worker_gpu(worker, gpus)

@@ -60,7 +60,7 @@ def test_a_real_run_pins_each_worker_before_its_tests(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
     assert "created: 2/2 workers" in run.stdout, run.stdout
     pins = {tuple(f.read_text().split()) for f in pins_dir.iterdir()}
-    assert len(list(pins_dir.iterdir())) == 6
+    assert len(list(pins_dir.iterdir())) == 6, run.stdout
     assert pins and pins <= {("gw0", "5"), ("gw1", "7")}, pins
 
     too_many = probe_run(tmp_path, env, "3")
