@@ -67,9 +67,9 @@ def candidates() -> list[Candidate]:
 
 @dataclass(frozen=True)
 class ProgramStop:
-    """How one program's sampling stopped (engine/gpu/profile.py's stop rule): enough samples with a
-    spread under stop_rel_iqr, or the cap. A program that runs to the cap costs its GPU up to a
-    second, and a round waits for its slowest GPU."""
+    """How one program's sampling stopped (engine/gpu/stop_rule.py): enough samples with a spread
+    within placements under stop_rel_iqr, or the cap. A program that runs to the cap costs its GPU
+    up to a second, and a round waits for its slowest GPU."""
 
     label: str
     gpu: str
@@ -79,6 +79,7 @@ class ProgramStop:
     rel_iqr: float  # the interquartile range over the median, pooled over the placements
     placements: int
     sm_clock_mhz: float | None
+    placement_spread: float | None = None  # the spread the stop rule judged, within each placement
 
 
 @dataclass(frozen=True)
@@ -91,15 +92,25 @@ class RoundResult:
     validations_per_gpu: dict[str, int]  # where the 8 were validated
     timed_per_gpu: dict[str, int]  # where they were timed
     programs: tuple[ProgramStop, ...] = ()  # each candidate's sampling, in the order judged
+    # Seconds from the round's start at which each candidate's compile ended and its validation
+    # ended (the order of `cands`): the round's critical path, the compiles' floor first.
+    compiled_at_s: tuple[float, ...] = ()
+    validated_at_s: tuple[float, ...] = ()
 
 
 async def one_round(judge, cands: list[Candidate]) -> RoundResult:
     start = time.perf_counter()
 
+    compiled_at: dict[str, float] = {}
+    validated_at: dict[str, float] = {}
+
     async def check(c: Candidate):
         compiled = await judge.compile(c)
+        compiled_at[c.label] = time.perf_counter() - start
         assert isinstance(compiled, Compiled), compiled
-        return compiled, await judge.validate(compiled)
+        judgement = await judge.validate(compiled)
+        validated_at[c.label] = time.perf_counter() - start
+        return compiled, judgement
 
     judged = await asyncio.gather(*(check(c) for c in cands))
     assert all(j.status == "correct" for _c, j in judged), [j.message for _c, j in judged]
@@ -117,13 +128,23 @@ async def one_round(judge, cands: list[Candidate]) -> RoundResult:
         dict(Counter(_where(j) for _c, j in judged)),
         dict(Counter(_where(j) for j in timing.judgements)),
         tuple(_stop(j) for j in timing.judgements),  # every one timed: asserted above
+        tuple(compiled_at[c.label] for c in cands),
+        tuple(validated_at[c.label] for c in cands),
     )
 
 
 def _stop(judgement) -> ProgramStop:
     t = judgement.timing
     return ProgramStop(
-        judgement.label, _where(judgement), t.median_us, t.samples, t.discarded, t.rel_iqr, t.placements, t.sm_clock_mhz
+        judgement.label,
+        _where(judgement),
+        t.median_us,
+        t.samples,
+        t.discarded,
+        t.rel_iqr,
+        t.placements,
+        t.sm_clock_mhz,
+        t.placement_spread,
     )
 
 
@@ -132,6 +153,17 @@ def _where(judgement) -> str:
     if r is None:
         return "?"
     return f"{r.gpu_index}@{r.node_id[:8]}" if r.node_id else str(r.gpu_index)
+
+
+def critical_path(res: RoundResult) -> str:
+    """When the round's compiles and validations ended (the last round's): the first validation can
+    start no sooner than its compile ends, whatever the GPUs."""
+    ms = [t * 1000 for t in res.compiled_at_s]
+    vs = [t * 1000 for t in res.validated_at_s]
+    return (
+        f"last round: compiles ended at {min(ms):.0f}-{max(ms):.0f} ms, "
+        f"validations at {min(vs):.0f}-{max(vs):.0f} ms"
+    )
 
 
 def summed(phases) -> dict[str, float]:
@@ -285,14 +317,18 @@ def report(runs: list[dict[str, Any]], task: str, programs: bool = False) -> Non
         label = f"{r['path']} {r['gpus']}"
         print(f"  {label}: validation (all 8, in the workers): {fmt_phases(res.validation_phases_s)}")
         print(f"  {label}: validated per GPU {res.validations_per_gpu}, timed per GPU {res.timed_per_gpu}")
+        if res.compiled_at_s:
+            print(f"  {label}: {critical_path(res)}")
         for i, p in enumerate(res.profile_phases_s):
             print(f"  {label}: timing job {i}: {fmt_phases(p)}")
         if programs:
             for stop in res.programs:
                 clock = f"{stop.sm_clock_mhz:.0f} MHz" if stop.sm_clock_mhz else "clock unread"
+                within = "" if stop.placement_spread is None else f" ({stop.placement_spread:.2%} within placements)"
                 print(
                     f"  {label}: {stop.label} on GPU {stop.gpu}: {stop.median_us:.1f} us, {stop.samples} samples "
-                    f"({stop.discarded} discarded) over {stop.placements} placements, IQR {stop.rel_iqr:.2%}, {clock}"
+                    f"({stop.discarded} discarded) over {stop.placements} placements, "
+                    f"IQR {stop.rel_iqr:.2%}{within}, {clock}"
                 )
 
 

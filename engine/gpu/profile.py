@@ -29,6 +29,7 @@ from cuda_llm.engine.gpu.phases import PhaseClock
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Fault, ProfileReport, Timing
 from cuda_llm.engine.gpu.reference_cache import ReferenceCache
 from cuda_llm.engine.gpu.runner import ModuleFunctions, PlanError, PreparedPlan, prepare
+from cuda_llm.engine.gpu.stop_rule import should_stop, spread_within_placements
 from cuda_llm.engine.gpu.telemetry import Nvml
 from cuda_llm.engine.gpu.torch_compile import TORCH_COMPILE_LABEL
 from cuda_llm.engine.gpu.validate import BufferSet, poison, task_bytes
@@ -69,6 +70,7 @@ class _Entry:
     turn: int = 0  # runs so far: which placement the next one uses
     replays: int = 1  # K plan runs per sample in graph mode (at least 2); 1 in events mode
     samples: list[float] = field(default_factory=list)
+    sample_placements: list[int] = field(default_factory=list)  # which placement each kept sample ran on
     clocks: list[float | None] = field(default_factory=list)  # NVML's SM clock after each kept sample
     discarded: int = 0
     gpu_s: float = 0.0
@@ -123,11 +125,6 @@ class _Entry:
             if p.prepared is not None:
                 p.prepared.release(ctx)
             p.bufs.free()
-
-
-def _rel_iqr(xs: list[float]) -> float:
-    q1, med, q3 = np.percentile(xs, [25, 50, 75])
-    return float((q3 - q1) / med) if med > 0 else float("inf")
 
 
 class Profiler:
@@ -251,16 +248,16 @@ class Profiler:
                     e.discarded += 1
                 else:
                     e.samples.append(ms * 1000 / e.replays)
+                    e.sample_placements.append((e.turn - 1) % len(e.placements))  # the run just timed
                     e.clocks.append(clock)
-                n = len(e.samples)
-                # The spread may stop it only after whole turns, so every placement weighs the same.
-                whole_turns = (n + e.discarded) % len(e.placements) == 0
-                if (
-                    (n >= self.s.min_samples and whole_turns and _rel_iqr(e.samples) <= self.s.stop_rel_iqr)
-                    or e.gpu_s >= self.s.max_gpu_time_s
-                    or n + e.discarded >= self.s.max_samples
-                ):
-                    e.done = True
+                e.done = should_stop(
+                    e.samples,
+                    e.sample_placements,
+                    discarded=e.discarded,
+                    placement_count=len(e.placements),
+                    gpu_s=e.gpu_s,
+                    settings=self.s,
+                )
             if time.monotonic() - start > wall_cap:
                 break
 
@@ -469,6 +466,7 @@ class Profiler:
                         resources=e.first.prepared.resources if e.first and e.first.prepared else (),
                         placements=len(e.placements),
                         levels=split_levels(e.samples, e.clocks, self.s.level_gap, self.s.level_min_share),
+                        placement_spread=spread_within_placements(e.samples, e.sample_placements),
                     )
                 )
             else:
