@@ -29,7 +29,7 @@ from cuda_llm.engine.gpu.phases import PhaseClock
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Fault, ProfileReport, Timing
 from cuda_llm.engine.gpu.reference_cache import ReferenceCache
 from cuda_llm.engine.gpu.runner import ModuleFunctions, PlanError, PreparedPlan, prepare
-from cuda_llm.engine.gpu.stop_rule import should_stop, spread_within_placements
+from cuda_llm.engine.gpu.stop_rule import placement_medians, should_stop, spread_within_placements
 from cuda_llm.engine.gpu.telemetry import Nvml
 from cuda_llm.engine.gpu.torch_compile import TORCH_COMPILE_LABEL
 from cuda_llm.engine.gpu.validate import BufferSet, poison, task_bytes
@@ -467,6 +467,7 @@ class Profiler:
                         placements=len(e.placements),
                         levels=split_levels(e.samples, e.clocks, self.s.level_gap, self.s.level_min_share),
                         placement_spread=spread_within_placements(e.samples, e.sample_placements),
+                        placement_medians_us=placement_medians(e.samples, e.sample_placements),
                     )
                 )
             else:

@@ -192,6 +192,9 @@ class Timing:
     # The spread the stop rule judged: IQR over median with each sample over its own placement's
     # median (engine/gpu/stop_rule.py). Under rel_iqr when the placements' medians differ.
     placement_spread: float | None = None
+    # Each placement's median over its own samples, in placement order: how far apart where the
+    # buffers lay put the program (empty where unknown).
+    placement_medians_us: tuple[float, ...] = ()
 
     @property
     def iqr_us(self) -> float:

@@ -50,6 +50,12 @@ def spread_within_placements(samples: Sequence[float], placements: Sequence[int]
     return rel_iqr(scaled)
 
 
+def placement_medians(samples: Sequence[float], placements: Sequence[int]) -> tuple[float, ...]:
+    """Each placement's median over its own samples, in placement order."""
+    xs, where = np.asarray(samples, dtype=float), np.asarray(placements)
+    return tuple(float(np.median(xs[where == p])) for p in np.unique(where))
+
+
 def should_stop(
     samples: Sequence[float],
     placements: Sequence[int],

@@ -12,6 +12,7 @@ import pytest
 from cuda_llm.engine.core.settings import ProfileSettings
 from cuda_llm.engine.gpu.stop_rule import (
     MIN_SAMPLES_PER_PLACEMENT,
+    placement_medians,
     rel_iqr,
     should_stop,
     spread_within_placements,
@@ -42,6 +43,8 @@ def test_placements_with_fixed_offsets_stop_once_each_one_has_settled():
     assert rel_iqr(samples) > SETTINGS.stop_rel_iqr  # pooled, it would have sampled to the cap
     assert spread_within_placements(samples, where) < 0.002
     assert stop(samples, where)
+    medians = placement_medians(samples, where)
+    assert [round(m / 100 - 1, 3) for m in medians] == [0.0, 0.011, 0.022, -0.005]
 
 
 def test_noise_within_placements_keeps_sampling():
