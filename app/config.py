@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_llm.engine.core.errors import headline
+from cuda_llm.engine.core.files import write_atomically
 from cuda_llm.engine.core.paths import user_config_dir
 from cuda_llm.engine.core.settings import KNOBS
 
@@ -137,10 +138,7 @@ def save_state(config: AppConfig, path: Path | None = None) -> str | None:
         if value is not None:
             lines.append(f"{_key(name)} = {toml_value(value)}")
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".tmp")
-        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        tmp.replace(target)
+        write_atomically(target, "\n".join(lines) + "\n")
     except OSError as exc:
         return f"cannot save the app's state to {target} ({exc.strerror})"
     return None
@@ -180,10 +178,7 @@ def save_config(config: AppConfig, path: Path | None = None) -> str | None:
     """Write the config atomically; returns one line if it could not be written (never raises)."""
     path = path or config_path()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(to_toml(config), encoding="utf-8")
-        tmp.replace(path)
+        write_atomically(path, to_toml(config))
     except OSError as exc:
         return f"cannot save the config to {path} ({exc.strerror})"
     return None

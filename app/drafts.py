@@ -15,6 +15,7 @@ from pathlib import Path
 
 from cuda_llm.engine.contract.reply import parse_reply
 from cuda_llm.engine.core.errors import FormatError
+from cuda_llm.engine.core.files import write_atomically
 from cuda_llm.engine.store.sessions import default_db_path
 
 DRAFTS_FOLDER = "drafts"
@@ -43,9 +44,7 @@ def keep(db: str | None, session_id: int, based_on: str, source: str, plan: str)
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", based_on or "kernel")
     path = folder / f"session-{session_id}-{safe}.md"
     note = f"An edit of {based_on or 'a kernel'} in session {session_id}, kept by cuda-llm: it was not submitted."
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(compose_reply(source, plan, note=note), encoding="utf-8")
-    tmp.replace(path)
+    write_atomically(path, compose_reply(source, plan, note=note))
     return path
 
 

@@ -19,6 +19,7 @@ from functools import partial
 
 import numpy as np
 
+from cuda_llm.engine.core.files import update_atomically
 from cuda_llm.engine.core.paths import user_cache_dir
 from cuda_llm.engine.gpu.driver import Context
 from cuda_llm.engine.gpu.harness import FMA_PER_ITER, Harness
@@ -68,16 +69,20 @@ def load_cached(info: DeviceInfo) -> Peaks | None:
 
 
 def store(info: DeviceInfo, peaks: Peaks) -> None:
-    path = _cache_file()
-    try:
-        data = json.loads(path.read_text()) if path.exists() else {}
-    except (OSError, ValueError):
-        data = {}
-    data[_cache_key(info)] = asdict(peaks)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2))
-    tmp.replace(path)
+    """Add this GPU's peaks to the cache file, which the workers of other GPUs may be updating at
+    the same moment (each keeps the others' entries)."""
+
+    def with_ours(old: str | None) -> str:
+        try:
+            data = json.loads(old) if old else {}
+        except ValueError:
+            data = {}
+        if not isinstance(data, dict):
+            data = {}
+        data[_cache_key(info)] = asdict(peaks)
+        return json.dumps(data, indent=2)
+
+    update_atomically(_cache_file(), with_ours)
 
 
 def _median_ms(ctx: Context, harness: Harness, run, samples: int, timeout_s: float) -> float:

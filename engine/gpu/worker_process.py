@@ -365,7 +365,9 @@ def handle_peaks(state: WorkerState, req: Any):
     cached = None if req.force else peaks.load_cached(state.info)
     if cached is None:
         cached = peaks.measure(state.ctx, state.info, state.harness)
-        peaks.store(state.info, cached)
+        # A cache that cannot be written costs the next session a measurement, nothing more.
+        with contextlib.suppress(OSError):
+            peaks.store(state.info, cached)
     return Response(ok=True, result=cached)
 
 
