@@ -68,8 +68,8 @@ def candidates() -> list[Candidate]:
 @dataclass(frozen=True)
 class ProgramStop:
     """How one program's sampling stopped (engine/gpu/stop_rule.py): enough samples with a spread
-    within placements under stop_rel_iqr, or the cap. A program that runs to the cap costs its GPU
-    up to a second, and a round waits for its slowest GPU."""
+    pooled over the placements under stop_rel_iqr, or the cap. A program that runs to the cap costs
+    its GPU up to a second, and a round waits for its slowest GPU."""
 
     label: str
     gpu: str

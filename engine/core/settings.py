@@ -137,9 +137,8 @@ class ProfileSettings:
     # ...but the copies together may take at most this share of the free device memory; fewer
     # copies otherwise (always at least one).
     placement_memory_share: float = 0.5
-    # Stop once the interquartile range is this small a share of the median, each sample taken over
-    # its own placement's median (engine/gpu/stop_rule.py): the placements' fixed offsets are not
-    # noise that more samples would shrink.
+    # Stop once the interquartile range, pooled over the placements, is this small a share of the
+    # median (engine/gpu/stop_rule.py says why pooled).
     stop_rel_iqr: float = 0.01
     # Or once this much GPU time has been spent on one entry, whatever the spread.
     max_gpu_time_s: float = 1.0

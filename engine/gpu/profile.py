@@ -252,7 +252,6 @@ class Profiler:
                     e.clocks.append(clock)
                 e.done = should_stop(
                     e.samples,
-                    e.sample_placements,
                     discarded=e.discarded,
                     placement_count=len(e.placements),
                     gpu_s=e.gpu_s,

@@ -1,12 +1,17 @@
-"""When the profiler stops sampling a program (engine/gpu/profile.py).
+"""When the profiler stops sampling a program (engine/gpu/profile.py), and the spreads it reports.
 
 A program is timed on several copies of its buffers in turn (placements). Where in DRAM a copy lies
-moves some kernels' latency by 1-3%, and that offset holds for as long as the buffers live: more
-samples never shrink it. So the spread that decides whether the median has settled is measured
-within each placement (every sample over its own placement's median), while the reported median and
-quartiles stay pooled over the placements. Judged on the pooled samples instead, a kernel whose
-placements differ by about the stop threshold (layernorm: 1.1% against 1%) ran to the sample cap on
-some GPUs and stopped at 12 samples on others, and a round waited for the GPU that drew it.
+moves some kernels' latency by 1-3% (matrix_transpose up to 6% on an H100), and that offset holds for
+as long as the buffers live. The stop rule judges the spread of all samples pooled over the
+placements: a program whose placements differ by more than the threshold is sampled on, to the cap.
+
+Judging the spread within each placement instead (every sample over its own placement's median) was
+tried on 4 x H100 on 2026-11-28 (docs/performance.md (b)): it stopped every program at 12 samples
+(layernorm's rounds no longer waited for a GPU that drew a program to the cap), but five profiles of
+matrix_transpose then agreed within 3.9% instead of 1.4%: the long sampling the pooled rule buys
+averages over what the GPU does from one moment to the next, which 12 samples do not. The spread
+within placements is still computed and reported (Timing.placement_spread), beside each
+placement's median.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import numpy as np
 from cuda_llm.engine.core.settings import ProfileSettings
 
 # A placement's median from a single sample is that sample, which would put a deviation of exactly
-# zero into the spread: each placement needs this many before the spread may stop the program.
+# zero into the spread within placements: each placement needs this many for it to be a figure.
 MIN_SAMPLES_PER_PLACEMENT = 2
 
 
@@ -58,16 +63,16 @@ def placement_medians(samples: Sequence[float], placements: Sequence[int]) -> tu
 
 def should_stop(
     samples: Sequence[float],
-    placements: Sequence[int],
     *,
     discarded: int,
     placement_count: int,
     gpu_s: float,
     settings: ProfileSettings,
 ) -> bool:
-    """Whether sampling of one program ends after its latest run: its spread within placements has
-    settled (only after whole turns over its `placement_count` placements, so every placement
-    weighs the same in the pooled median), or it reached the GPU-time or sample cap."""
+    """Whether sampling of one program ends after its latest run: the spread of its samples, pooled
+    over the placements, has settled (only after whole turns over its `placement_count`
+    placements, so every placement weighs the same in the median), or it reached the GPU-time or
+    sample cap."""
     n = len(samples)
     if gpu_s >= settings.max_gpu_time_s or n + discarded >= settings.max_samples:
         return True
@@ -75,5 +80,5 @@ def should_stop(
     return (
         n >= settings.min_samples
         and whole_turns
-        and spread_within_placements(samples, placements) <= settings.stop_rel_iqr
+        and rel_iqr(samples) <= settings.stop_rel_iqr
     )
