@@ -96,6 +96,7 @@ class RoundResult:
     # ended (the order of `cands`): the round's critical path, the compiles' floor first.
     compiled_at_s: tuple[float, ...] = ()
     validated_at_s: tuple[float, ...] = ()
+    nvrtc_s: tuple[float, ...] = ()  # each compile's own time inside its compiler process
 
 
 async def one_round(judge, cands: list[Candidate]) -> RoundResult:
@@ -130,6 +131,7 @@ async def one_round(judge, cands: list[Candidate]) -> RoundResult:
         tuple(_stop(j) for j in timing.judgements),  # every one timed: asserted above
         tuple(compiled_at[c.label] for c in cands),
         tuple(validated_at[c.label] for c in cands),
+        tuple(compiled.compile.elapsed_s for compiled, _j in judged),
     )
 
 
@@ -160,9 +162,10 @@ def critical_path(res: RoundResult) -> str:
     start no sooner than its compile ends, whatever the GPUs."""
     ms = [t * 1000 for t in res.compiled_at_s]
     vs = [t * 1000 for t in res.validated_at_s]
+    nv = [t * 1000 for t in res.nvrtc_s] or [0.0]
     return (
-        f"last round: compiles ended at {min(ms):.0f}-{max(ms):.0f} ms, "
-        f"validations at {min(vs):.0f}-{max(vs):.0f} ms"
+        f"last round: compiles ended at {min(ms):.0f}-{max(ms):.0f} ms (NVRTC {min(nv):.0f}-{max(nv):.0f} ms "
+        f"each), validations at {min(vs):.0f}-{max(vs):.0f} ms"
     )
 
 

@@ -60,7 +60,8 @@ def test_each_configuration_validates_and_times_on_every_gpu(monkeypatch, tmp_pa
     assert all(p["samples"] == 50 and p["discarded"] == 0 and p["rel_iqr"] > 0 for p in programs)
     assert sum(" samples (0 discarded) over " in line for line in printed.splitlines()) == 16, printed
     # The critical path: every compile ends before its validation, and no later than the last.
-    assert len(two["compiled_at_s"]) == len(two["validated_at_s"]) == 8
+    assert len(two["compiled_at_s"]) == len(two["validated_at_s"]) == len(two["nvrtc_s"]) == 8
+    assert all(0 < t < c for t, c in zip(two["nvrtc_s"], two["compiled_at_s"], strict=True))
     assert all(0 < c < v for c, v in zip(two["compiled_at_s"], two["validated_at_s"], strict=True))
     assert sum("last round: compiles ended at " in line for line in printed.splitlines()) == 2, printed
 
