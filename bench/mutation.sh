@@ -13,7 +13,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 scope=(
   engine/judge/judge.py engine/judge/metrics.py engine/judge/judgement.py
   engine/gpu/validate.py engine/gpu/harness.py engine/gpu/device_compare.py engine/gpu/compare.py
-  engine/compile/includes.py engine/compile/header_macros.py engine/llm/bounded.py
+  engine/compile/includes.py engine/compile/header_macros.py engine/llm/bounded.py engine/gpu/stop_rule.py
 )
 files=("${@:-${scope[@]}}")
 # The tests that pin these files (each mutant runs only those of them that reach its function).
