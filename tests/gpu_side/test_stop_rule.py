@@ -117,3 +117,30 @@ def test_no_samples_and_bad_input():
         spread_within_placements([1.0, 2.0, 3.0], [0, 1])
     assert rel_iqr([0.0, 0.0, 0.0]) == float("inf")
     assert spread_within_placements([0.0, 0.0, 1.0, 1.0], [0, 0, 1, 1]) == float("inf")
+
+
+def test_the_relative_iqr_is_the_quartiles_over_the_median():
+    assert rel_iqr([1.0, 2.0, 3.0, 4.0, 5.0]) == pytest.approx((4.0 - 2.0) / 3.0, rel=1e-12)
+    assert rel_iqr([10.0, 10.0, 10.0]) == 0.0
+
+
+def test_whole_samples_and_sub_microsecond_medians():
+    # Integer samples (whole microseconds) are spread as floats, not truncated to integers.
+    assert spread_within_placements([100, 101, 102, 103], [0, 0, 1, 1]) == pytest.approx(
+        rel_iqr([100 / 100.5, 101 / 100.5, 102 / 102.5, 103 / 102.5]), rel=1e-12
+    )
+    # A program of half a microsecond has a spread like any other.
+    samples = [0.5, 0.501, 0.502, 0.5, 0.501, 0.502]
+    assert spread_within_placements(samples, [0, 0, 0, 1, 1, 1]) == pytest.approx(
+        spread_within_placements([s * 1000 for s in samples], [0, 0, 0, 1, 1, 1]), rel=1e-9
+    )
+    assert spread_within_placements(samples, [0, 0, 0, 1, 1, 1]) < 0.01
+
+
+def test_whole_turns_count_discarded_runs_and_one_placement_is_always_a_whole_turn():
+    samples = [100.0] * 11
+    # 11 kept and 1 discarded: three whole turns over 4 placements.
+    assert stop(samples, discarded=1, placements=4)
+    assert not stop(samples, discarded=0, placements=4)
+    # One placement: every run ends a turn, an odd count included.
+    assert stop(samples, placements=1)
