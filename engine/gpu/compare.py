@@ -103,7 +103,7 @@ def _ordinal(k: int) -> str:
 
 def _describe(name: str, indices: np.ndarray, length: int) -> str:
     """Describe a set of indices along an axis of `length` named `name` (plural):
-    'the last 3 elements', 'rows 1-4095 (all from 1 on)', 'every 32nd element from 0'."""
+    'the last 3 elements', 'rows 1-4094', 'every 32nd of the elements from 0'."""
     idx = np.unique(indices)
     count = int(idx.size)
     if count == length:
@@ -112,9 +112,8 @@ def _describe(name: str, indices: np.ndarray, length: int) -> str:
         return f"the last {count} {name}"
     if idx[0] == 0 and idx[-1] == count - 1:
         return f"the first {count} {name}"
-    if idx[-1] - idx[0] + 1 == count:
-        tail = f" (all from {idx[0]} on)" if idx[-1] == length - 1 else ""
-        return f"{name} {idx[0]}-{idx[-1]}{tail}"
+    if idx[-1] - idx[0] + 1 == count:  # a run in the middle (one that reaches the end is "the last")
+        return f"{name} {idx[0]}-{idx[-1]}"
     if count >= 3:
         steps = np.diff(idx)
         if np.all(steps == steps[0]):
