@@ -189,8 +189,8 @@ class Timing:
     # Two levels when the samples split into two clearly separate groups (a bimodal program): the
     # median then depends on the mix, and both are shown. Empty for the usual single level.
     levels: tuple[LatencyLevel, ...] = ()
-    # The spread the stop rule judged: IQR over median with each sample over its own placement's
-    # median (engine/gpu/stop_rule.py). Under rel_iqr when the placements' medians differ.
+    # The spread within placements: IQR over median with each sample over its own placement's median
+    # (engine/gpu/stop_rule.py; reported, not judged). Under rel_iqr when the placements' medians differ.
     placement_spread: float | None = None
     # Each placement's median over its own samples, in placement order: how far apart where the
     # buffers lay put the program (empty where unknown).

@@ -33,32 +33,35 @@ def rel_iqr(xs: Sequence[float] | np.ndarray) -> float:
     return float((q3 - q1) / med) if med > 0 else float("inf")
 
 
+def _by_placement(samples: Sequence[float], placements: Sequence[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """For each placement, in placement order: the mask of its samples and the samples as floats."""
+    if len(samples) != len(placements):
+        raise ValueError(f"{len(samples)} samples but {len(placements)} placements")
+    xs, where = np.asarray(samples, dtype=float), np.asarray(placements)
+    return [(where == p, xs[where == p]) for p in np.unique(where)]
+
+
 def spread_within_placements(samples: Sequence[float], placements: Sequence[int]) -> float:
     """The IQR over the median of the samples, each divided by the median of its own placement
     (`placements[i]` is sample i's). Infinite while a placement has fewer than
     MIN_SAMPLES_PER_PLACEMENT samples. With one placement this is the plain relative IQR."""
-    if len(samples) != len(placements):
-        raise ValueError(f"{len(samples)} samples but {len(placements)} placements")
-    xs = np.asarray(samples, dtype=float)
-    where = np.asarray(placements)
-    if xs.size == 0:
+    groups = _by_placement(samples, placements)
+    if not groups:
         return float("inf")
-    scaled = np.empty_like(xs)
-    for p in np.unique(where):
-        mine = where == p
-        if int(mine.sum()) < MIN_SAMPLES_PER_PLACEMENT:
+    scaled = np.empty(len(samples))
+    for mine, xs in groups:
+        if xs.size < MIN_SAMPLES_PER_PLACEMENT:
             return float("inf")
-        med = float(np.median(xs[mine]))
+        med = float(np.median(xs))
         if med <= 0:
             return float("inf")
-        scaled[mine] = xs[mine] / med
+        scaled[mine] = xs / med
     return rel_iqr(scaled)
 
 
 def placement_medians(samples: Sequence[float], placements: Sequence[int]) -> tuple[float, ...]:
     """Each placement's median over its own samples, in placement order."""
-    xs, where = np.asarray(samples, dtype=float), np.asarray(placements)
-    return tuple(float(np.median(xs[where == p])) for p in np.unique(where))
+    return tuple(float(np.median(xs)) for _mine, xs in _by_placement(samples, placements))
 
 
 def should_stop(
