@@ -104,6 +104,14 @@ MUTANTS = (
 )
 
 
+def write_fresh(path: Path, text: str, stamp: int) -> None:
+    """Write a source file with an mtime (seconds) of its own: Python checks a .pyc by the source's
+    size and whole-second mtime, and a mutant of the same size written within the second would not
+    be seen."""
+    path.write_text(text)
+    os.utime(path, (stamp, stamp))
+
+
 def checkout_copy(dest: Path) -> None:
     """The checkout's files as they are now (tracked and untracked, not ignored), without .git; where
     there is no git (a copy of the tree on a GPU machine), the whole tree less caches and wheels."""
@@ -152,18 +160,18 @@ def main() -> int:
             if rc != 0:
                 print("  the tests fail without a mutant: nothing measured")
                 return 1
-        for m in mutants:
+        for number, m in enumerate(mutants):
             path = copy / m.path
             original = path.read_text()
             if original.count(m.old) != 1:
                 print(f"NOT APPLIED  {m.name}: {m.old!r} occurs {original.count(m.old)} times in {m.path}")
                 bad += 1
                 continue
-            path.write_text(original.replace(m.old, m.new))
+            write_fresh(path, original.replace(m.old, m.new), 1_000_000_000 + 2 * number)
             try:
                 rc, took = run_tests(copy, m.tests, m.gpu)
             finally:
-                path.write_text(original)
+                write_fresh(path, original, 1_000_000_001 + 2 * number)
             state = "killed" if rc == 1 else ("SURVIVED" if rc == 0 else f"ERROR (pytest exit {rc})")
             bad += state != "killed"
             print(f"{state:<9}  {m.name} ({m.path}) in {took:.0f} s by {', '.join(m.tests)}", flush=True)

@@ -1,0 +1,54 @@
+"""bench/gpu_mutation.py, the driver of the GPU mutation run: a mutant is the file it was made
+from, patched, and a process started after the write imports the mutant, never a cached copy."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bench.gpu_mutation import Mutant, function_of, write_fresh
+
+ORIGINAL = "def f(x):\n    if x < 1:\n        return 0\n    return x\n"
+
+
+def mutant(hunks, original=ORIGINAL) -> Mutant:
+    return Mutant("x_f__mutmut_3", "m.py", "x_f", hashlib.sha256(original.encode()).hexdigest(), hunks)
+
+
+def test_a_mutant_replaces_its_lines_and_keeps_the_rest():
+    m = mutant(((1, 2, ("    if x <= 1:\n",)), (3, 4, ("    return -x\n", "    # two lines for one\n"))))
+    assert (
+        m.apply_to(ORIGINAL) == "def f(x):\n    if x <= 1:\n        return 0\n    return -x\n    # two lines for one\n"
+    )
+
+
+def test_a_mutant_of_another_version_of_the_file_is_refused():
+    with pytest.raises(ValueError, match="generate the mutants again"):
+        mutant(((1, 2, ("    if x <= 1:\n",)),)).apply_to(ORIGINAL.replace("0", "2"))
+
+
+def test_the_function_is_the_key_without_the_mutant_number():
+    assert function_of("xǁHarnessǁcompare__mutmut_12") == "xǁHarnessǁcompare"
+    assert function_of("x_poison__mutmut_6") == "x_poison"
+
+
+def test_a_same_size_mutant_written_in_the_same_second_is_what_a_new_process_imports(tmp_path):
+    (tmp_path / "m.py").write_text("X = 1\n")
+
+    def imported() -> str:
+        # bytecode written beside the source, as a slot's processes do
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+        code = "import m; print(m.X)"
+        done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    assert imported() == "1"  # and a .pyc of X = 1 is cached now
+    assert list((tmp_path / "__pycache__").glob("m.*.pyc"))
+    write_fresh(tmp_path / "m.py", "X = 2\n", 1_000_000_001)
+    assert imported() == "2"
+    write_fresh(tmp_path / "m.py", "X = 1\n", 1_000_000_002)
+    assert imported() == "1"
