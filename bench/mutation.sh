@@ -19,7 +19,8 @@ files=("${@:-${scope[@]}}")
 # The tests that pin these files (each mutant runs only those of them that reach its function).
 tests=(
   tests/judge tests/gpu_side tests/contract/test_limits.py tests/compile/test_includes.py
-  tests/compile/test_header_macros.py tests/compile/test_header_macros_pinned.py tests/llm/test_encoded_replies.py
+  tests/compile/test_includes_pinned.py tests/compile/test_header_macros.py tests/compile/test_header_macros_pinned.py
+  tests/llm/test_encoded_replies.py
   tests/llm/test_response_cap.py
   tests/llm/test_bounded.py
 )
