@@ -250,9 +250,7 @@ _MAX_REPORTED = 12
 class _Lexed:
     spliced: str  # the source with line splices joined
     clean: str  # same length: comments and literal contents blanked, line breaks kept
-    comments: tuple[tuple[int, int], ...]  # [start, end) in spliced coordinates, in order
-    block_comments: tuple[tuple[int, int], ...]  # the /* */ ones among them
-    block_comment_ends: tuple[int, ...]  # each one's end, in the same order (for bisect)
+    block_comments: tuple[tuple[int, int], ...]  # the /* */ comments, [start, end) in spliced coordinates
     literals: dict[int, str]  # opening-quote position -> literal text between the quotes
     identifiers: tuple[tuple[int, str], ...]
     newlines: tuple[int, ...]  # positions of "\n" in spliced
@@ -282,7 +280,6 @@ def _splice(text: str) -> tuple[str, tuple[int, ...]]:
 def _lex(text: str) -> _Lexed:
     spliced, splices = _splice(text)
     blanks: list[tuple[int, int]] = []  # spans blanked in the clean text (newlines kept)
-    comments: list[tuple[int, int]] = []
     block_comments: list[tuple[int, int]] = []
     literals: dict[int, str] = {}
     identifiers: list[tuple[int, str]] = []
@@ -312,14 +309,12 @@ def _lex(text: str) -> _Lexed:
         if tok == "//":
             end = spliced.find("\n", start)
             end = n if end < 0 else end
-            comments.append((start, end))
             blanks.append((start, end))
             pos = end
         elif tok == "/*":
             end = spliced.find("*/", start + 2)
             if end < 0:
                 raise PolicyViolation([(line_at(start), "unterminated /* comment")])
-            comments.append((start, end + 2))
             block_comments.append((start, end + 2))
             blanks.append((start, end + 2))
             pos = end + 2
@@ -354,9 +349,7 @@ def _lex(text: str) -> _Lexed:
     return _Lexed(
         spliced=spliced,
         clean="".join(pieces),
-        comments=tuple(comments),
         block_comments=tuple(block_comments),
-        block_comment_ends=tuple(e for _, e in block_comments),
         literals=literals,
         identifiers=tuple(identifiers),
         newlines=tuple(m.start() for m in re.finditer("\n", spliced)),
@@ -446,12 +439,6 @@ def _check_raw(text: str) -> list[tuple[int | None, str]]:
     for m in _ODD_LINE_BREAKS.finditer(text):
         found.append((line_at(m.start()), f"character U+{ord(m.group()):04X} is not allowed (use \\n line ends)"))
     return found
-
-
-def _splice_within(lx: _Lexed, start: int, end: int) -> bool:
-    """Whether a line splice was joined at a spliced position in [start, end)."""
-    k = bisect.bisect_left(lx.splices, start)
-    return k < len(lx.splices) and lx.splices[k] < end
 
 
 def _directive_on_line_of(lx: _Lexed, pos: int, cache: dict[int, tuple[int, str, int, int] | None]):
