@@ -1,0 +1,214 @@
+"""The judge's first stage and its constructor, pinned by behaviour (the survivors of a mutation run
+of engine/judge/judge.py, docs/testing.md): what a refused source, a failed compile, a plan the PTX
+does not bind and a size no GPU launches become, and what the judge keeps from its arguments.
+
+The real compiler compiles; a thin stub in front of it records what it was asked and can replace
+fields of its answer (a failed compile with chosen diagnostics, other PTX entries, larger kernels)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import pytest
+from fakes.fake_gpu import FAKE_DEVICE, FAKE_PEAKS_SLOW, fake_environment
+
+from cuda_llm.engine.compile.result import Diagnostic
+from cuda_llm.engine.contract.limits import arch_limits, device_limits
+from cuda_llm.engine.core.settings import Settings
+from cuda_llm.engine.judge.judge import Judge
+from cuda_llm.engine.judge.judgement import Candidate, Compiled, Judgement
+from cuda_llm.engine.task import TaskLibrary
+
+KERNEL = (
+    'extern "C" __global__ void vadd_{marker}(const float* a, const float* b, float* c, int n)'
+    " {{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }}"
+)
+
+
+@dataclass
+class StubCompiler:
+    """The real compiler, with a record of each request and fields replaced on its answers."""
+
+    real: object
+    replace: dict = field(default_factory=dict)
+    calls: list = field(default_factory=list)
+
+    async def compile(self, checked, arch):
+        self.calls.append((checked, arch))
+        result = await self.real.compile(checked, arch)  # type: ignore[attr-defined]
+        return dataclasses.replace(result, **self.replace)
+
+
+@pytest.fixture(scope="module")
+def task():
+    return TaskLibrary().get("vector_add")
+
+
+@pytest.fixture
+async def stub():
+    env = fake_environment()
+    try:
+        yield StubCompiler(env.compiler)
+    finally:
+        await env.close()
+
+
+def candidate(task, marker: str = "k", source: str | None = None, kernel: str | None = None) -> Candidate:
+    plan = dataclasses.replace(
+        task.baseline_plan,
+        launches=tuple(
+            dataclasses.replace(la, kernel=kernel or f"vadd_{marker}") for la in task.baseline_plan.launches
+        ),
+    )
+    return Candidate("c1", source if source is not None else KERNEL.format(marker=marker), plan)
+
+
+def error(line: int | None, message: str, severity: str = "error") -> Diagnostic:
+    return Diagnostic(severity, line, None, message, None)  # type: ignore[arg-type]
+
+
+# ---- the constructor --------------------------------------------------------------------------------
+
+
+def test_the_judge_keeps_its_arguments_and_starts_with_nothing_measured(task):
+    compiler, gpu, counters, settings = object(), object(), object(), Settings()
+    judge = Judge(task, compiler, gpu, "sm_80", settings, FAKE_DEVICE, FAKE_PEAKS_SLOW, counters)  # type: ignore[arg-type]
+    assert judge.task is task and judge.compiler is compiler and judge.gpu is gpu and judge.arch == "sm_80"
+    assert judge.settings is settings and judge.device is FAKE_DEVICE and judge.peaks is FAKE_PEAKS_SLOW
+    assert judge.counters is counters and not judge.compile_only
+    assert judge.torch_compile_timing is None
+
+
+def test_a_judge_with_a_device_takes_its_limits_from_the_device(task):
+    judge = Judge(task, object(), object(), "sm_75", Settings(), FAKE_DEVICE)  # type: ignore[arg-type]
+    assert judge.limits == device_limits(FAKE_DEVICE)
+    assert judge.limits != arch_limits("sm_75")
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
+def test_a_judge_without_a_device_takes_the_arch_limits(task, arch):
+    judge = Judge(task, object(), None, arch, Settings())  # type: ignore[arg-type]
+    assert judge.limits == arch_limits(arch) and judge.compile_only
+    assert judge.device is None and judge.peaks is None and judge.counters is None
+
+
+async def test_a_new_judge_has_no_library_figure_and_compiles_its_baseline(task, stub):
+    judge = Judge(task, stub, None, "sm_90", Settings())  # type: ignore[arg-type]
+    lib = await judge.library()
+    assert lib.note == "compile-only: no GPU to time it on" and lib.timing is None
+    b = await judge.baseline()
+    assert isinstance(b, Compiled) and b.candidate.origin == "baseline"
+    assert len(stub.calls) == 1
+
+
+# ---- the pre-check: refused before the compiler is asked --------------------------------------------
+
+
+async def test_a_source_with_a_nul_byte_is_refused_before_compiling(task, stub):
+    judge = Judge(task, stub, None, "sm_90", Settings())  # type: ignore[arg-type]
+    cand = candidate(task, source=KERNEL.format(marker="k") + "\n\0\n")
+    j = await judge.compile(cand)
+    assert isinstance(j, Judgement)
+    assert (j.label, j.status, j.message) == ("c1", "format_error", "the source contains a NUL byte (line 2)")
+    assert j.detail == "the source contains a NUL byte (line 2)"
+    assert j.candidate is cand and j.compile is None
+    assert stub.calls == []
+
+
+async def test_a_plan_naming_a_missing_kernel_is_refused_before_compiling(task, stub):
+    judge = Judge(task, stub, None, "sm_90", Settings())  # type: ignore[arg-type]
+    cand = candidate(task, kernel="vadd_missing")
+    j = await judge.compile(cand)
+    assert isinstance(j, Judgement) and j.status == "format_error"
+    assert "vadd_missing" in j.message and j.message == j.detail.strip().splitlines()[0].strip()
+    assert j.candidate is cand and j.compile is None
+    assert stub.calls == []
+
+
+async def test_an_accepted_source_is_compiled_for_the_judges_arch_as_checked(task, stub):
+    judge = Judge(task, stub, None, "sm_75", Settings())  # type: ignore[arg-type]
+    cand = candidate(task)
+    c = await judge.compile(cand)
+    assert isinstance(c, Compiled) and c.candidate is cand
+    ((checked, arch),) = stub.calls
+    assert arch == "sm_75" and c.compile.arch == "sm_75"
+    assert checked.text == cand.source
+    assert [la.kernel for la in c.bound.launches] == ["vadd_k"] * len(cand.plan.launches)
+
+
+# ---- a failed compile ---------------------------------------------------------------------------------
+
+
+async def failed(task, stub, diagnostics, error_text=None) -> tuple[Candidate, Judgement]:
+    stub.replace = {"ok": False, "diagnostics": diagnostics, "error": error_text, "log": "the log"}
+    judge = Judge(task, stub, None, "sm_90", Settings())  # type: ignore[arg-type]
+    cand = candidate(task)
+    j = await judge.compile(cand)
+    assert isinstance(j, Judgement)
+    assert j.status == "compile_error" and j.detail == "the log" and j.candidate is cand
+    assert j.compile is not None and j.compile.ok is False
+    return cand, j
+
+
+async def test_a_failed_compile_names_the_first_errors_line_and_counts_the_rest(task, stub):
+    diags = (error(1, "only a warning", "warning"), error(3, "first"), error(None, "second"), error(7, "third"))
+    _, j = await failed(task, stub, diags)
+    assert j.message == "compile error at line 3: first (+2 more)"
+    assert j.compile.diagnostics == diags
+
+
+async def test_one_error_has_no_count_and_one_without_a_line_no_line(task, stub):
+    _, j = await failed(task, stub, (error(None, "in a header"),))
+    assert j.message == "compile error at in a header"
+    _, j = await failed(task, stub, (error(0, "line zero"), error(2, "next")))
+    assert j.message == "compile error at line zero (+1 more)"
+
+
+async def test_a_failed_compile_without_errors_says_why_or_that_it_failed(task, stub):
+    _, j = await failed(task, stub, (error(4, "just a warning", "warning"),), "NVRTC ran out of time")
+    assert j.message == "NVRTC ran out of time"
+    _, j = await failed(task, stub, ())
+    assert j.message == "compile failed"
+
+
+# ---- after the compiler: binding to the PTX, the sizes, the caps ---------------------------------------
+
+
+async def test_a_plan_the_ptx_does_not_bind_is_a_format_error_with_the_compile(task, stub):
+    stub.replace = {"ptx_entries": {"some_other_kernel": (8, 8, 8, 4)}}
+    judge = Judge(task, stub, None, "sm_90", Settings())  # type: ignore[arg-type]
+    cand = candidate(task)
+    j = await judge.compile(cand)
+    assert isinstance(j, Judgement) and j.status == "format_error"
+    assert j.message and "\n" not in j.message and j.message in j.detail
+    assert (
+        j.candidate is cand and j.compile is not None and j.compile.ptx_entries == {"some_other_kernel": (8, 8, 8, 4)}
+    )
+
+
+async def test_static_shared_memory_past_the_limit_is_a_launch_error_before_running(task, stub):
+    real = StubCompiler(stub.real)
+    plain = await Judge(task, real, None, "sm_90", Settings()).compile(candidate(task))  # type: ignore[arg-type]
+    assert isinstance(plain, Compiled)
+    big = tuple(dataclasses.replace(k, shared_bytes=1 << 20) for k in plain.compile.kernels)
+    stub.replace = {"kernels": big}
+    judge = Judge(task, stub, None, "sm_90", Settings())  # type: ignore[arg-type]
+    cand = candidate(task)
+    j = await judge.compile(cand)
+    assert isinstance(j, Judgement) and j.status == "launch_error"
+    assert j.message and "\n" not in j.message and j.message in j.detail and "shared" in j.detail
+    assert j.candidate is cand and j.compile is not None and j.compile.kernels == big
+
+
+async def test_the_ptx_and_the_log_are_cut_to_their_own_caps(task, stub):
+    stub.replace = {"log": "L" * 500, "ptx": "P" * 700}
+    settings = Settings()
+    settings = dataclasses.replace(
+        settings, compile=dataclasses.replace(settings.compile, max_ptx_bytes=100, max_log_bytes=40)
+    )
+    judge = Judge(task, stub, None, "sm_90", settings)  # type: ignore[arg-type]
+    c = await judge.compile(candidate(task))
+    assert isinstance(c, Compiled)
+    assert c.compile.ptx == "P" * 100 + "\n[PTX cut: 700 bytes, the first 100 kept]\n"
+    assert c.compile.log == "L" * 40 + "\n[compile log cut: 500 bytes, the first 40 kept]\n"
