@@ -74,10 +74,6 @@ PEAK_PROBES = (
     "xǁHarnessǁwrite_launch",
     "xǁHarnessǁfma_launch",
 )
-# A mutant's run may take this many times the slowest unmutated run (plus a constant for a worker's
-# restart) before it counts as a timeout: an endless loop is a mutant the tests caught by hanging.
-TIMEOUT_FACTOR = 3.0
-TIMEOUT_EXTRA_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -177,7 +173,12 @@ class Slot:
         self.dir = base / f"slot{index}"
         checkout_copy(self.dir)
         self.seed_home: Path | None = None
+        self.proc: subprocess.Popen | None = None
         self._stamp = 0
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
 
     def write(self, rel: str, text: str) -> None:
         self._stamp += 1
@@ -192,7 +193,21 @@ class Slot:
             # tests/conftest.py then keeps this home's cache (the peaks, the headers) instead of a new one
             "CUDA_LLM_TEST_KEEP_HOME": "1",
         }
-        cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-n", "0", "-p", "no:cacheprovider", "-m", marks, *tests]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-x",
+            "-n",
+            "0",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            marks,
+            "--durations=12",
+            *tests,
+        ]
         started = time.monotonic()
         proc = subprocess.Popen(
             cmd,
@@ -203,6 +218,7 @@ class Slot:
             text=True,
             start_new_session=True,
         )
+        self.proc = proc
         try:
             output, _ = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -236,6 +252,8 @@ def run(args: argparse.Namespace) -> int:
     if args.only:
         wanted = set(args.only.split(","))
         mutants = [m for m in mutants if m.name in wanted]
+    done = {e["name"] for f in args.skip_done for e in read_results(f)}
+    mutants = [m for m in mutants if m.name not in done]
     random.Random(args.seed).shuffle(mutants)
     selection = tuple(args.tests) if args.tests else SELECTION
     probes = [m for m in mutants if m.function in PEAK_PROBES]
@@ -260,28 +278,44 @@ def run(args: argparse.Namespace) -> int:
     slots = [Slot(i, gpus[i % len(gpus)], base) for i in range(args.slots_per_gpu * len(gpus))]
     print(f"{len(mutants)} mutants ({len(probes)} of the peak probes), {len(slots)} slots on GPUs {','.join(gpus)}")
 
-    # Controls: the unmutated selection in every slot at once, each seeding its slot's home.
-    def control(slot: Slot, tag: str, timeout_s: float | None) -> dict:
-        home = fresh_home(slot, slot.seed_home, tag)
-        status, took, output = slot.run(selection, home, timeout_s, args.marks)
-        entry = {"name": f"control-{tag}", "path": "", "function": "control", "status": status, "seconds": took}
+    def stop(signum: int, _frame: object) -> None:
+        """Killed from outside (a time limit): the slots' test sessions go too, not left on the GPUs."""
+        for slot in slots:
+            slot.kill()
+        log.flush()
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+
+    # Each GPU's first slot measures the peaks once (the roofline test that checks them); every home
+    # on that GPU starts from a copy of that one. The unmutated selection runs as a control job every
+    # --control-every mutants, under the load the mutants run under.
+    def seed(slot: Slot) -> dict:
+        home = fresh_home(slot, None, "seed")
+        status, took, output = slot.run(tuple(args.seed_tests), home, None, args.marks)
+        entry = {"name": f"seed-gpu{slot.gpu}", "path": "", "function": "control", "status": status, "seconds": took}
         if status != "survived":
             entry["failed"] = first_failure(output) or output[-2000:]
-        if slot.seed_home is None:
-            slot.seed_home = home
+        for other in slots:
+            if other.gpu == slot.gpu:
+                other.seed_home = home
         return entry
 
-    with concurrent.futures.ThreadPoolExecutor(len(slots)) as pool:
-        controls = list(pool.map(lambda s: control(s, "first", None), slots))
-    for entry in controls:
-        record(entry)
-    if any(c["status"] != "survived" for c in controls):
-        print("the unmutated selection fails in some slot: nothing measured")
-        return 1
-    timeout_s = TIMEOUT_FACTOR * max(c["seconds"] for c in controls) + TIMEOUT_EXTRA_S
-    took = [c["seconds"] for c in controls]
-    print(f"unmutated: {min(took):.0f}-{max(took):.0f} s; a mutant's limit {timeout_s:.0f} s")
+    def control(slot: Slot, tag: str) -> dict:
+        status, took, output = slot.run(selection, fresh_home(slot, slot.seed_home, tag), timeout_s, args.marks)
+        entry = {"name": f"control-{tag}", "path": "", "function": "control", "status": status, "seconds": took}
+        entry["failed" if status != "survived" else "durations"] = output[-2500:]
+        return entry
 
+    firsts = {s.gpu: s for s in reversed(slots)}
+    with concurrent.futures.ThreadPoolExecutor(len(firsts)) as pool:
+        seeds = list(pool.map(seed, firsts.values()))
+    for entry in seeds:
+        record(entry)
+    if any(c["status"] != "survived" for c in seeds):
+        print("the peaks could not be measured on some GPU: nothing measured")
+        return 1
+    timeout_s = args.mutant_timeout_s
     queue = list(normal)
     queue_lock = threading.Lock()
     jobs_done = 0
@@ -313,7 +347,7 @@ def run(args: argparse.Namespace) -> int:
                 jobs_done += 1
                 due = args.control_every and jobs_done % args.control_every == 0
             if due:
-                record(control(slot, f"again-{jobs_done}", timeout_s))
+                record(control(slot, f"after-{jobs_done}"))
 
     with concurrent.futures.ThreadPoolExecutor(len(slots)) as pool:
         list(pool.map(worker, slots))
@@ -329,7 +363,6 @@ def run(args: argparse.Namespace) -> int:
                 m = probe_queue.pop(0)
             record(one(slot, m, (PEAKS_TEST, *selection), None))
 
-    firsts = {s.gpu: s for s in reversed(slots)}
     with concurrent.futures.ThreadPoolExecutor(len(firsts)) as pool:
         list(pool.map(probe_worker, firsts.values()))
     log.close()
@@ -344,8 +377,12 @@ def gpu_count() -> int:
     return sum(1 for line in out.splitlines() if line.startswith("GPU "))
 
 
+def read_results(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 def summarize(results_path: Path, not_run: int) -> None:
-    entries = [json.loads(line) for line in results_path.read_text().splitlines() if line.strip()]
+    entries = read_results(results_path)
     controls = [e for e in entries if e["function"] == "control"]
     latest = {e["name"]: e for e in entries if e["function"] != "control"}
     by_file: dict[str, Counter] = {}
@@ -362,7 +399,7 @@ def summarize(results_path: Path, not_run: int) -> None:
 
 def survivors(args: argparse.Namespace) -> int:
     mutants = {m.name: m for m in load_mutants(args.dir)}
-    entries = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
+    entries = read_results(args.results)
     latest = {e["name"]: e for e in entries if e["function"] != "control"}
     for name, e in sorted(latest.items()):
         if e["status"] not in args.status.split(","):
@@ -388,9 +425,14 @@ def main() -> int:
     r.add_argument("--control-every", type=int, default=50, help="an unmutated run after every N mutants")
     r.add_argument("--only", help="comma-separated mutant names")
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument(
+        "--skip-done", type=Path, nargs="*", default=[], help="results files whose mutants are not run again"
+    )
+    r.add_argument("--mutant-timeout-s", type=float, default=240.0, help="a mutant's run past this is a timeout")
     r.add_argument("--results", type=Path)
     r.add_argument("--tests", nargs="+", help="the tests instead of the GPU selection (to try the driver on a CPU)")
     r.add_argument("--marks", default="gpu", help="the pytest -m expression")
+    r.add_argument("--seed-tests", nargs="+", default=[PEAKS_TEST], help="what runs first in each GPU's home")
     s = sub.add_parser("survivors", help="print the diff of each survivor")
     s.add_argument("dir", type=Path)
     s.add_argument("results", type=Path)
