@@ -633,3 +633,13 @@ def test_an_entry_that_cannot_be_examined_is_skipped_and_the_rest_listed(
     monkeypatch.setattr(hm.os, "scandir", scandir)
     found = sorted(Path(p).relative_to(tmp_path).as_posix() for p in hm._header_files([str(tmp_path)]))
     assert found == ["a.h", "sub/b.h", "z.h"]
+
+
+def test_a_body_right_after_the_parameters_keeps_its_first_character() -> None:
+    assert hm.parse_definition("(x)x+1") == D(("x",), ("x", "+", "1"))
+    assert hm.parse_definition("(a,b)(a)") == D(("a", "b"), ("(", "a", ")"))
+
+
+def test_a_commented_define_on_the_first_line_is_skipped() -> None:
+    assert macros_of("// #define A 1\n#define B 2\n") == {"B": [D(None, ("2",))]}
+    assert macros_of(b"  // see #define A 1\n#define B 2") == {"B": [D(None, ("2",))]}

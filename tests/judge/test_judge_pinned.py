@@ -11,13 +11,17 @@ import dataclasses
 from dataclasses import dataclass, field
 
 import pytest
-from fakes.fake_gpu import FAKE_DEVICE, FAKE_PEAKS_SLOW, fake_environment
+from fakes.fake_gpu import FAKE_DEVICE, FAKE_PEAKS_SLOW, FakeGpu, fake_environment
 
-from cuda_llm.engine.compile.result import Diagnostic
+from cuda_llm.engine.compile.result import Diagnostic, failed_result
 from cuda_llm.engine.contract.limits import arch_limits, device_limits
 from cuda_llm.engine.core.settings import Settings
-from cuda_llm.engine.judge.judge import Judge
-from cuda_llm.engine.judge.judgement import Candidate, Compiled, Judgement
+from cuda_llm.engine.gpu.client import ProfileFailure
+from cuda_llm.engine.gpu.protocol import Fault, Timing
+from cuda_llm.engine.gpu.torch_compile import TORCH_COMPILE_LABEL
+from cuda_llm.engine.judge.judge import Judge, baseline_problem
+from cuda_llm.engine.judge.judgement import Candidate, Compiled, Judgement, LibraryResult
+from cuda_llm.engine.judge.metrics import figures
 from cuda_llm.engine.task import TaskLibrary
 
 KERNEL = (
@@ -151,7 +155,7 @@ async def failed(task, stub, diagnostics, error_text=None) -> tuple[Candidate, J
     cand = candidate(task)
     j = await judge.compile(cand)
     assert isinstance(j, Judgement)
-    assert j.status == "compile_error" and j.detail == "the log" and j.candidate is cand
+    assert j.label == "c1" and j.status == "compile_error" and j.detail == "the log" and j.candidate is cand
     assert j.compile is not None and j.compile.ok is False
     return cand, j
 
@@ -185,7 +189,7 @@ async def test_a_plan_the_ptx_does_not_bind_is_a_format_error_with_the_compile(t
     judge = Judge(task, stub, None, "sm_90", Settings())  # type: ignore[arg-type]
     cand = candidate(task)
     j = await judge.compile(cand)
-    assert isinstance(j, Judgement) and j.status == "format_error"
+    assert isinstance(j, Judgement) and (j.label, j.status) == ("c1", "format_error")
     assert j.message and "\n" not in j.message and j.message in j.detail
     assert (
         j.candidate is cand and j.compile is not None and j.compile.ptx_entries == {"some_other_kernel": (8, 8, 8, 4)}
@@ -201,7 +205,7 @@ async def test_static_shared_memory_past_the_limit_is_a_launch_error_before_runn
     judge = Judge(task, stub, None, "sm_90", Settings())  # type: ignore[arg-type]
     cand = candidate(task)
     j = await judge.compile(cand)
-    assert isinstance(j, Judgement) and j.status == "launch_error"
+    assert isinstance(j, Judgement) and (j.label, j.status) == ("c1", "launch_error")
     assert j.message and "\n" not in j.message and j.message in j.detail and "shared" in j.detail
     assert j.candidate is cand and j.compile is not None and j.compile.kernels == big
 
@@ -217,3 +221,138 @@ async def test_the_ptx_and_the_log_are_cut_to_their_own_caps(task, stub):
     assert isinstance(c, Compiled)
     assert c.compile.ptx == "P" * 100 + "\n[PTX cut: 700 bytes, the first 100 kept]\n"
     assert c.compile.log == "L" * 40 + "\n[compile log cut: 500 bytes, the first 40 kept]\n"
+
+
+# ---- a baseline that is refused: the one line its author acts on ------------------------------------
+
+
+def refused_baseline(task, status: str, message: str, diagnostics=None) -> Judgement:
+    result = None
+    if diagnostics is not None:
+        result = failed_result("sm_90", "compile failed")
+        result = dataclasses.replace(result, diagnostics=diagnostics)
+    return Judgement("baseline", status, message, compile=result)  # type: ignore[arg-type]
+
+
+def test_a_refused_baseline_names_the_first_error_that_has_a_line(task):
+    diags = (error(2, "only a warning", "warning"), error(None, "in a header"), error(9, "x is undefined"))
+    text = baseline_problem(task, refused_baseline(task, "compile_error", "compile error at in a header", diags))
+    path = task.folder / "baseline.cu"
+    assert text == (
+        f"{path}:9: the baseline of task 'vector_add' does not compile (compile error: x is undefined); "
+        f"`cuda-llm eval {task.folder} {path} --plan {task.folder / 'baseline.json'} --compile-only` shows it all"
+    )
+
+
+@pytest.mark.parametrize(
+    "diagnostics",
+    [None, (), (error(None, "in a header"),), (error(3, "only a warning", "warning"),)],
+    ids=["no-compile", "no-diagnostics", "no-line", "a-warning"],
+)
+def test_a_refused_baseline_without_an_error_line_names_the_file_and_the_verdict(task, diagnostics):
+    text = baseline_problem(task, refused_baseline(task, "format_error", "the plan names no kernel", diagnostics))
+    path = task.folder / "baseline.cu"
+    assert text.startswith(
+        f"{path}: the baseline of task 'vector_add' does not compile (format error: the plan names no kernel); "
+    )
+
+
+# ---- torch.compile, the second yardstick ------------------------------------------------------------
+
+
+@dataclass
+class TorchGpu(FakeGpu):
+    """The fake GPU with torch.compile: `compile_note` is what compiling answers (None: compiled),
+    `failure` fails the session, `tc_timing` / `tc_note` are torch.compile's timing and note."""
+
+    compile_note: str | None = None
+    failure: Fault | None = None
+    tc_timing: Timing | None = None
+    tc_note: str | None = None
+    asked: list = field(default_factory=list)
+
+    async def torch_compile(self, task) -> str | None:
+        self.asked.append(task)
+        return self.compile_note
+
+    async def profile(self, task, programs, library: bool = False, torch_compile: bool = False):
+        assert torch_compile and not library
+        self.profiled.append(tuple(p.label for p in programs))
+        if self.failure is not None:
+            return ProfileFailure(self.failure)
+        rep = await super().profile(task, programs)
+        extra = (self.tc_timing,) if self.tc_timing is not None else ()
+        return dataclasses.replace(rep, timings=rep.timings + extra, torch_compile_note=self.tc_note)
+
+
+def tc_timing(us: float, **fields) -> Timing:
+    return Timing(TORCH_COMPILE_LABEL, us, us * 0.99, us * 1.01, us * 0.98, 50, 0, "events", 1, 1980.0, **fields)
+
+
+async def torch_compiled(task, gpu) -> LibraryResult:
+    env = fake_environment(gpu)
+    try:
+        judge = env.judge(task, Settings())
+        result = await judge.torch_compile()
+        assert await judge.torch_compile() is result, "measured once per judge"
+        assert judge.torch_compile_timing is result.timing
+        return result
+    finally:
+        await env.close()
+
+
+@pytest.fixture(scope="module")
+def imported(task):
+    return dataclasses.replace(task, pytorch_module="model.py")
+
+
+async def test_torch_compile_needs_an_imported_task_a_gpu_and_a_local_one(task, imported, stub):
+    gpu = TorchGpu()
+    r = await torch_compiled(task, gpu)
+    assert r == LibraryResult("torch.compile", note="task 'vector_add' is not imported from a PyTorch module")
+    r = await Judge(imported, stub, None, "sm_90", Settings()).torch_compile()  # type: ignore[arg-type]
+    assert r == LibraryResult("torch.compile", note="compile-only: no GPU to time it on")
+    r = await torch_compiled(imported, FakeGpu())
+    assert r == LibraryResult("torch.compile", note="torch.compile is timed on this machine's own GPUs only")
+    assert gpu.asked == [] and gpu.profiled == []
+
+
+async def test_torch_compile_that_does_not_compile_says_why_and_is_not_timed(imported):
+    gpu = TorchGpu(compile_note="torch.compile failed: no inductor")
+    r = await torch_compiled(imported, gpu)
+    assert r == LibraryResult("torch.compile", note="torch.compile failed: no inductor")
+    assert gpu.asked == [imported] and gpu.profiled == []
+
+
+async def test_torch_compile_whose_session_fails_says_why(imported):
+    gpu = TorchGpu(failure=Fault("crashed", "WORKER_DIED", "the worker process was killed (signal 9)"))
+    r = await torch_compiled(imported, gpu)
+    assert r == LibraryResult("torch.compile", note="could not be timed: the worker process was killed (signal 9)")
+    assert gpu.asked == [imported] and gpu.profiled == [("baseline",)]
+
+
+@pytest.mark.parametrize(("note", "said"), [("torch is not installed", "torch is not installed"), (None, "not timed")])
+async def test_torch_compile_without_a_timing_keeps_the_workers_note(imported, note, said):
+    r = await torch_compiled(imported, TorchGpu(tc_note=note))
+    assert r == LibraryResult("torch.compile", note=said)
+
+
+async def test_torch_compile_whose_timing_faulted_gives_the_faults_message(imported):
+    fault = Fault("launch_error", "LAUNCH", "an illegal memory access")
+    r = await torch_compiled(imported, TorchGpu(tc_timing=tc_timing(80.0, fault=fault)))
+    assert r == LibraryResult("torch.compile", note="an illegal memory access", device=FAKE_DEVICE.name)
+
+
+async def test_torch_compile_timed_gets_figures_against_the_baseline_beside_it(imported):
+    t = tc_timing(80.0)
+    r = await torch_compiled(imported, TorchGpu(tc_timing=t))
+    assert (r.name, r.timing, r.note, r.device) == ("torch.compile", t, None, FAKE_DEVICE.name)
+    assert r.figures is not None
+    assert r.figures == figures(
+        imported, t, FAKE_PEAKS_SLOW, timing_of_baseline(), Settings().profile.suspect_physical_share
+    )
+    assert r.figures.speedup == 100.0 / 80.0 and r.figures.floor_us
+
+
+def timing_of_baseline() -> Timing:
+    return FakeGpu()._timing("baseline", "")
