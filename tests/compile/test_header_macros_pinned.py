@@ -643,3 +643,17 @@ def test_a_body_right_after_the_parameters_keeps_its_first_character() -> None:
 def test_a_commented_define_on_the_first_line_is_skipped() -> None:
     assert macros_of("// #define A 1\n#define B 2\n") == {"B": [D(None, ("2",))]}
     assert macros_of(b"  // see #define A 1\n#define B 2") == {"B": [D(None, ("2",))]}
+
+
+def test_a_comment_opener_in_a_string_joins_the_lines_up_to_a_closer() -> None:
+    # "/*" is counted even inside a string: the body runs on, each line joined by a space, through the
+    # line that closes a comment (a definition too long can only refuse more).
+    assert macros_of('#define S "/*"\nint x;\nint y; /* c */\n#define T 1\n') == {
+        "S": [D(None, ('"/*"', "int", "x", ";", "int", "y", ";"))],
+        "T": [D(None, ("1",))],
+    }
+
+
+def test_a_stringized_argument_after_other_tokens_is_followed_by_the_rest() -> None:
+    alts, _, _, _ = expand("#define S(a) x y #a z w\n", "S(1 + 2)")
+    assert alts == [["x", "y", '"1 + 2"', "z", "w"]]
