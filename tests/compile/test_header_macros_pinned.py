@@ -657,3 +657,10 @@ def test_a_comment_opener_in_a_string_joins_the_lines_up_to_a_closer() -> None:
 def test_a_stringized_argument_after_other_tokens_is_followed_by_the_rest() -> None:
     alts, _, _, _ = expand("#define S(a) x y #a z w\n", "S(1 + 2)")
     assert alts == [["x", "y", '"1 + 2"', "z", "w"]]
+
+
+def test_a_missing_folder_before_a_real_one_leaves_the_real_one_scanned(tmp_path: Path) -> None:
+    (tmp_path / "a.h").write_text("#define P(x) _Pragma(#x)\n")
+    result = hm.for_folders([str(tmp_path / "missing"), str(tmp_path)])
+    assert result.folders == (str(tmp_path.resolve()),)
+    assert result.refused == {"P"} and result.files == 1
