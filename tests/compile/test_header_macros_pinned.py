@@ -664,3 +664,14 @@ def test_a_missing_folder_before_a_real_one_leaves_the_real_one_scanned(tmp_path
     result = hm.for_folders([str(tmp_path / "missing"), str(tmp_path)])
     assert result.folders == (str(tmp_path.resolve()),)
     assert result.refused == {"P"} and result.files == 1
+
+
+def test_exactly_the_most_alternatives_are_still_expanded() -> None:
+    # Eight arguments of two ways each: 2**8 = _MAX_ALTERNATIVES expansions, the most that is not unknown.
+    alts, _, _, _ = expand(
+        "#define A 1\n#define A 2\n#define F(a,b,c,d,e,f,g,h) a b c d e f g h\n", "F(A,A,A,A,A,A,A,A)"
+    )
+    assert len(alts) == hm._MAX_ALTERNATIVES == 256
+    assert all(len(a) == 8 and set(a) <= {"1", "2"} for a in alts) and len({tuple(a) for a in alts}) == 256
+    with pytest.raises(hm._Unknown):  # one more argument: 512 ways
+        expand("#define A 1\n#define A 2\n#define F(a,b,c,d,e,f,g,h,i) a b c d e f g h i\n", "F(A,A,A,A,A,A,A,A,A)")
