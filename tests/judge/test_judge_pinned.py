@@ -356,3 +356,9 @@ async def test_torch_compile_timed_gets_figures_against_the_baseline_beside_it(i
 
 def timing_of_baseline() -> Timing:
     return FakeGpu()._timing("baseline", "")
+
+
+async def test_torch_compile_just_under_the_physical_floor_is_judged_by_the_setting(imported):
+    # 18.0 us against vector_add's physical floor of 18.3 us: 102%, within the default 103%.
+    r = await torch_compiled(imported, TorchGpu(tc_timing=tc_timing(18.0)))
+    assert r.figures is not None and r.figures.physical_pct > 100 and r.figures.suspect is None
