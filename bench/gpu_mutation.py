@@ -52,6 +52,7 @@ DEFAULT_FILES = ("engine/gpu/validate.py", "engine/gpu/harness.py", "engine/gpu/
 SELECTION = (
     "tests/gpu/test_device_compare.py",
     "tests/gpu/test_judge_checks.py",
+    "tests/gpu/test_validation_runs.py",
     "tests/gpu/test_baselines.py::test_baseline_passes_its_own_validation[vector_add]",
     "tests/gpu/test_baselines.py::test_baseline_passes_its_own_validation[gemm_fp16]",
     "tests/gpu/test_baselines.py::test_baseline_passes_its_own_validation[histogram]",

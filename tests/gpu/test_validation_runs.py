@@ -1,0 +1,110 @@
+"""The validator's two runs of each case, and what its report says, on a real GPU.
+
+Each validation case runs the candidate twice (engine/gpu/validate.py): the first run's outputs are
+compared with the reference on the device, the second run's with the first's, bit for bit. A kernel
+that is right once and wrong the next time must be wrong whichever run is the bad one. These tests
+were written for the survivors of the GPU mutation run (docs/testing.md): the mutants that checked
+only one of the two runs, and those that changed the report's phases, mismatches, patterns and
+summary, passed every GPU test before.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+# A vector_add whose every other launch adds 1 to each element. Thread 0 of each block reads the
+# launch count, then takes a ticket; the block that takes the launch's last ticket resets the
+# tickets and counts the launch, after every block of the launch has read the count. The validator
+# launches the candidate twice per case, so the bad launch is the first or the second run of every
+# case, by WRONG_PARITY.
+ALTERNATING = """
+__device__ unsigned int tickets;
+__device__ unsigned int launches;
+
+extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n)
+{
+    __shared__ unsigned int launch;
+    if (threadIdx.x == 0) {
+        launch = *(volatile unsigned int*)&launches;
+        __threadfence();
+        if (atomicAdd(&tickets, 1u) == gridDim.x - 1) {
+            tickets = 0;
+            __threadfence();
+            atomicAdd(&launches, 1u);
+        }
+    }
+    __syncthreads();
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i] + ((launch & 1u) == WRONG_PARITY ? 1.0f : 0.0f);
+}
+"""
+
+# Wrong in the first three elements only, at every size: every case fails, with few mismatches each.
+FIRST_THREE_WRONG = (
+    'extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n)'
+    " { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i] + (i < 3 ? 1.0f : 0.0f); }"
+)
+
+PHASES = {"reference", "upload", "allocate", "run", "device checks", "compare"}
+
+
+def test_a_kernel_right_on_its_first_run_and_wrong_on_its_second_is_wrong(gpu):
+    j = gpu.judge("vector_add", ALTERNATING.replace("WRONG_PARITY", "1u"), label="second_run_wrong")
+    assert j.status == "wrong", j.message
+    first = j.validation.cases[0]
+    assert not first.passed and first.problem is not None
+    # The first run matched the reference; the second is described, with why such a thing happens.
+    assert first.problem.startswith("two runs on the same inputs differ: the second run leaves 1 element(s) of 'c'")
+    assert first.problem.endswith("(a race, or a read of memory nothing wrote, e.g. uninitialised shared memory)")
+
+
+def test_a_kernel_wrong_on_its_first_run_and_right_on_its_second_is_wrong(gpu):
+    j = gpu.judge("vector_add", ALTERNATING.replace("WRONG_PARITY", "0u"), label="first_run_wrong")
+    assert j.status == "wrong", j.message
+    first = j.validation.cases[0]
+    assert not first.passed
+    assert first.wrong == first.checked == 1, "the first run's output, not the second's, is what is judged"
+    assert first.problem == (
+        "results also differ between two runs on the same inputs ('c'): a race or a read of uninitialised memory"
+    )
+
+
+def test_a_correct_validation_reports_where_its_time_went(gpu):
+    j = gpu.judge("vector_add")
+    assert j.status == "correct", j.message
+    report = j.validation
+    assert set(report.phases_s) == PHASES
+    assert all(s >= 0 for s in report.phases_s.values())
+    assert report.elapsed_s > 0
+    assert report.elapsed_s >= 0.9 * sum(report.phases_s.values())
+
+
+def test_a_failure_is_reported_within_its_caps(gpu):
+    """Fifteen failing cases of 1 or 3 wrong elements: the mismatches stop at the setting (8) and
+    the patterns at four, in the order of the cases; the timing size is skipped and said to be."""
+    j = gpu.judge("vector_add", FIRST_THREE_WRONG, label="first_three_wrong")
+    assert j.status == "wrong", j.message
+    report = j.validation
+    assert set(report.phases_s) == PHASES | {"download"}, "a failure is described from its downloaded outputs"
+    assert len(report.cases) == 15, "the timing size is not run once a case failed"
+    assert all(not c.passed for c in report.cases)
+    assert gpu.settings.validation.mismatches_reported == 8
+    assert [(m.case, m.index) for m in report.mismatches] == [
+        ("n=1 seed 0", (0,)),
+        ("n=1 seed 1", (0,)),
+        ("n=1 seed 2", (0,)),
+        ("n=3 seed 0", (0,)),
+        ("n=3 seed 0", (1,)),
+        ("n=3 seed 0", (2,)),
+        ("n=3 seed 1", (0,)),
+        ("n=3 seed 1", (1,)),
+    ]
+    assert list(report.patterns) == [
+        "every element is wrong at n=3 seed 0",
+        "every element is wrong at n=3 seed 1",
+        "every element is wrong at n=3 seed 2",
+        "the first 3 elements are wrong at n=1000 seed 0",
+    ]
+    assert report.summary == "wrong in 15 of 15 cases; first: n=1 seed 0: 1 of 1 elements wrong; timing size not run"
