@@ -41,6 +41,14 @@ def expand(text: str, src: str) -> tuple[list[list[str]], list[str], bool, hm._E
 # -- analyse -------------------------------------------------------------------------------------
 
 
+def test_a_function_like_macro_is_refused_for_a_use_in_its_function_like_definitions_only() -> None:
+    # M's function-like definition uses nothing refused; its object-like one uses P, whose call
+    # pastes a fixed name: M stays allowed, and the pasted name is fixed.
+    refused, fixed, reasons = analysed("#define P(x) a##x\n#if 1\n#define M(x) x\n#else\n#define M P(1)\n#endif\n")
+    assert refused == {"P"} and reasons == {"P": "pastes or emits a pragma"}
+    assert fixed == {"a1"}
+
+
 def test_closure_through_functions_and_objects_with_reasons() -> None:
     refused, fixed, reasons = analysed(
         "#define P(x) a##x\n#define Q(x) P(x)\n#define R Q\n#define S 1\n#define U(x) S x\n#define W U(2)\n"
@@ -245,6 +253,39 @@ def test_gnu_comma_paste() -> None:
     assert alts == [["f", "(", "1", ")", "f", "(", "1", ",2", ")"]]
     alts, _, _, _ = expand("#define V(fmt, ...) f(fmt, ## __VA_ARGS__)\n", "V(1) V(1,)")
     assert alts == [["f", "(", "1", ")", "f", "(", "1", ")"]]
+
+
+def test_gnu_comma_paste_with_other_than_two_parameters() -> None:
+    # The comma dropped is the one before the *last* parameter, however many come before it.
+    alts, steering, _, _ = expand(
+        "#define W(a, b, ...) f(a, b, ## __VA_ARGS__)\n#define Z(...) g(0, ## __VA_ARGS__)\n",
+        "W(1,2) W(1,2,3) Z() Z(4)",
+    )
+    assert alts == [
+        ["f", "(", "1", ",", "2", ")", "f", "(", "1", ",", "2", ",3", ")", "g", "(", "0", ")", "g", "(", "0", ",4", ")"]
+    ]
+    assert steering == [",3", ",4", "1", "2", "3", "4"]
+
+
+def test_nested_argument_expansions_record_steering_names_only_within_arguments() -> None:
+    # `c` comes from expanding B inside ID's argument, after F's own argument was expanded: still
+    # within an argument. `d` follows the call at the top level: no argument, no steering name.
+    alts, steering, _, e = expand("#define ID(x) x\n#define F(y) y\n#define B c\n", "ID(F(a) B) d")
+    assert alts == [["a", "c", "d"]]
+    assert steering == ["(", ")", "B", "F", "a", "c"]
+    assert e._in_argument == 0
+
+
+def test_an_argument_next_to_a_paste_is_not_expanded_first() -> None:
+    # After a `##` that pasted nothing (at the body's start), B goes in raw and is expanded on the
+    # rescan, outside any argument: only the call's own argument is a steering name. An argument
+    # first in the body, with a `##` only at the body's end, is expanded as an argument.
+    alts, steering, _, _ = expand("#define P(a) ## a\n#define B c\n", "P(B)")
+    assert alts == [["##", "c"]]
+    assert steering == ["B"]
+    alts, steering, _, _ = expand("#define Q(a) a x ##\n#define B c\n", "Q(B)")
+    assert alts == [["c", "x", "##"]]
+    assert steering == ["B", "c"]
 
 
 def test_pastes_with_empty_arguments() -> None:
