@@ -5,6 +5,7 @@ names the server and says what to do) and that what round 1 recorded is still th
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -253,6 +254,7 @@ async def test_endless_reply(tmp_path, llm_server, observed):
     assert_finished_and_kept(tmp_path, result, watcher, {"baseline", "r1-1", "r2-1", "r2-fix1-1"})
     received = {e.label: e.completion for e in watcher.of(ev.ReplyReceived)}
     assert received["r2-1"].finish_reason == "length"
+    assert await asyncio.to_thread(llm_server.wait_idle), "the server noticed every hang-up"
     assert llm_server.chat_requests[1].outcome == "client_gone", "the client hung up on the endless stream"
     judged = {e.judgement.label: e.judgement for e in watcher.of(ev.CandidateJudged)}
     assert judged["r2-1"].status == "format_error"

@@ -15,6 +15,8 @@ from fakes.fake_gpu import FAKE_DEVICE, FAKE_PEAKS_SLOW, FakeGpu, fake_environme
 
 from cuda_llm.engine.compile.result import Diagnostic, failed_result
 from cuda_llm.engine.contract.limits import arch_limits, device_limits
+from cuda_llm.engine.contract.reply import parse_reply
+from cuda_llm.engine.core.errors import FormatError, headline
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.client import ProfileFailure
 from cuda_llm.engine.gpu.protocol import Fault, Timing
@@ -362,3 +364,41 @@ async def test_torch_compile_just_under_the_physical_floor_is_judged_by_the_sett
     # 18.0 us against vector_add's physical floor of 18.3 us: 102%, within the default 103%.
     r = await torch_compiled(imported, TorchGpu(tc_timing=tc_timing(18.0)))
     assert r.figures is not None and r.figures.physical_pct > 100 and r.figures.suspect is None
+
+
+# ---- a reply made a candidate -----------------------------------------------------------------------
+
+REPLY = """Two loads a thread would be no faster here.
+
+```cuda
+{source}
+```
+
+```json
+{{"launches": [{{"kernel": "vadd_k", "grid": ["cdiv(n, 256)"], "block": [256], "args": ["a", "b", "c", "n"]}}]}}
+```
+"""
+
+
+def test_a_reply_becomes_a_candidate_with_its_label_source_plan_and_origin(task):
+    judge = Judge(task, object(), None, "sm_90", Settings())  # type: ignore[arg-type]
+    source = KERNEL.format(marker="k")
+    reply = REPLY.format(source=source)
+    expected = parse_reply(reply)
+    cand = judge.parse("r2-3", reply)
+    assert isinstance(cand, Candidate)
+    assert (cand.label, cand.source, cand.plan, cand.origin) == ("r2-3", expected.source, expected.plan, "model")
+    assert cand.source.strip() == source and cand.plan.launches[0].kernel == "vadd_k"
+    assert cand.explanation == expected.explanation
+    assert judge.parse("mine", reply, origin="user").origin == "user"
+
+
+def test_a_reply_without_code_is_a_format_error_with_its_first_line_and_the_whole_reason(task):
+    judge = Judge(task, object(), None, "sm_90", Settings())  # type: ignore[arg-type]
+    with pytest.raises(FormatError) as raised:
+        parse_reply("no code here")
+    j = judge.parse("r1-1", "no code here")
+    assert isinstance(j, Judgement)
+    assert (j.label, j.status) == ("r1-1", "format_error")
+    assert j.message == headline(str(raised.value)) and j.detail == str(raised.value)
+    assert j.message and j.detail

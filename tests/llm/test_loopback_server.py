@@ -110,6 +110,8 @@ async def test_a_held_reply_sends_nothing_until_released(llm_server) -> None:
         assert llm_server.chat_requests[0].chunks_sent == 0 and not request.done(), "held: nothing sent yet"
         release.set()
         done = await asyncio.wait_for(request, 60)
+    # The client has the last chunk before the server's thread records how the request ended.
+    assert await asyncio.to_thread(llm_server.wait_idle)
     assert done.text == "at last" and llm_server.chat_requests[0].outcome == "complete"
 
 
