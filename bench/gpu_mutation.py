@@ -43,6 +43,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bench.named_mutants import checkout_copy, write_fresh
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_FILES = ("engine/gpu/validate.py", "engine/gpu/harness.py", "engine/gpu/device_compare.py")
 
@@ -155,20 +157,10 @@ def load_mutants(out_dir: Path) -> list[Mutant]:
     ]
 
 
-def write_fresh(path: Path, text: str, stamp: int) -> None:
-    """Write a source file so that no process uses a stale bytecode cache of it: Python checks a .pyc
-    by the source's size and whole-second mtime, and a mutant often keeps the size and is written
-    within the second of the file it replaces. `stamp` (seconds) must differ at every write."""
-    path.write_text(text)
-    os.utime(path, (stamp, stamp))
-
-
 class Slot:
     """A copy of the checkout that runs one job at a time on one GPU."""
 
     def __init__(self, index: int, gpu: str, base: Path) -> None:
-        from bench.named_mutants import checkout_copy
-
         self.index = index
         self.gpu = gpu
         self.dir = base / f"slot{index}"
@@ -242,7 +234,9 @@ def fresh_home(slot: Slot, seed: Path | None, tag: str) -> Path:
     home = slot.dir.parent / f"home-{slot.index}-{tag}"
     shutil.rmtree(home, ignore_errors=True)
     if seed is not None:  # the measured peaks and extracted headers, not the workers' logs
-        shutil.copytree(seed, home, ignore=shutil.ignore_patterns("workers", "data", "config"))
+        # Linked, not copied: read only by the tests (the peaks file is replaced by a rename when
+        # written), and every mutant gets a home, so a copy of the headers each time cost real I/O.
+        shutil.copytree(seed, home, ignore=shutil.ignore_patterns("workers", "data", "config"), copy_function=os.link)
     else:
         home.mkdir()
     return home

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from bench.gpu_mutation import Mutant, function_of, write_fresh
+from bench.gpu_mutation import Mutant, function_of
+from bench.named_mutants import write_fresh
 
 ORIGINAL = "def f(x):\n    if x < 1:\n        return 0\n    return x\n"
 
