@@ -7,7 +7,7 @@ does not see: on a CPU it calls them "no tests". So the mutants are written out 
 patch of its file, and run elsewhere:
 
     python -m bench.gpu_mutation generate DIR [FILE...]     # needs mutmut (pip install ".[mutation]")
-    python -m bench.gpu_mutation run DIR [--slots-per-gpu 6] [--budget-s 500] [--only NAMES]
+    python -m bench.gpu_mutation run DIR [--slots-per-gpu 6] [--budget-s 500] [--only NAMES] [--first NAMES]
     python -m bench.gpu_mutation survivors DIR RESULTS      # the diff of each survivor, for triage
 
 `run` needs no mutmut, only the checkout and a GPU. Each slot is a copy of the checkout on one GPU;
@@ -242,6 +242,15 @@ def fresh_home(slot: Slot, seed: Path | None, tag: str) -> Path:
     return home
 
 
+def run_order(mutants: list[Mutant], first: list[str], seed: int) -> list[Mutant]:
+    """Those named in `first` in that order (say, the survivors of an earlier run that new tests
+    target), then the rest shuffled by `seed`: a run cut short is still a uniform sample of them."""
+    rest = [m for m in mutants if m.name not in first]
+    random.Random(seed).shuffle(rest)
+    by_name = {m.name: m for m in mutants}
+    return [by_name[n] for n in first if n in by_name] + rest
+
+
 def run(args: argparse.Namespace) -> int:
     mutants = load_mutants(args.dir)
     if args.only:
@@ -249,7 +258,7 @@ def run(args: argparse.Namespace) -> int:
         mutants = [m for m in mutants if m.name in wanted]
     done = {e["name"] for f in args.skip_done for e in read_results(f)}
     mutants = [m for m in mutants if m.name not in done]
-    random.Random(args.seed).shuffle(mutants)
+    mutants = run_order(mutants, args.first.split(",") if args.first else [], args.seed)
     selection = tuple(args.tests) if args.tests else SELECTION
     probes = [m for m in mutants if m.function in PEAK_PROBES]
     normal = [m for m in mutants if m.function not in PEAK_PROBES]
@@ -419,6 +428,7 @@ def main() -> int:
     r.add_argument("--budget-s", type=float, default=480.0, help="start no mutant after this long")
     r.add_argument("--control-every", type=int, default=50, help="an unmutated run after every N mutants")
     r.add_argument("--only", help="comma-separated mutant names")
+    r.add_argument("--first", help="comma-separated mutant names run before the others, in this order")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument(
         "--skip-done", type=Path, nargs="*", default=[], help="results files whose mutants are not run again"

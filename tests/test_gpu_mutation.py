@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from bench.gpu_mutation import Mutant, function_of
+from bench.gpu_mutation import Mutant, function_of, run_order
 from bench.named_mutants import write_fresh
 
 ORIGINAL = "def f(x):\n    if x < 1:\n        return 0\n    return x\n"
@@ -35,6 +35,17 @@ def test_a_mutant_of_another_version_of_the_file_is_refused():
 def test_the_function_is_the_key_without_the_mutant_number():
     assert function_of("xǁHarnessǁcompare__mutmut_12") == "xǁHarnessǁcompare"
     assert function_of("x_poison__mutmut_6") == "x_poison"
+
+
+def test_the_mutants_named_first_run_first_in_their_order_and_the_rest_shuffled():
+    ms = [Mutant(f"x_f__mutmut_{i}", "m.py", "x_f", "", ()) for i in range(40)]
+    ordered = run_order(ms, ["x_f__mutmut_7", "x_f__mutmut_2", "x_f__mutmut_99"], seed=0)
+    names = [m.name for m in ordered]
+    assert names[:2] == ["x_f__mutmut_7", "x_f__mutmut_2"]  # a name of no mutant is passed over
+    assert sorted(names) == sorted(m.name for m in ms)
+    rest = names[2:]
+    assert rest != sorted(rest, key=lambda n: int(n.rsplit("_", 1)[1]))  # shuffled
+    assert rest == [m.name for m in run_order(ms, ["x_f__mutmut_7", "x_f__mutmut_2"], seed=0)][2:]  # by the seed
 
 
 def test_a_same_size_mutant_written_in_the_same_second_is_what_a_new_process_imports(tmp_path):

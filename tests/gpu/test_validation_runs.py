@@ -108,3 +108,31 @@ def test_a_failure_is_reported_within_its_caps(gpu):
         "the first 3 elements are wrong at n=1000 seed 0",
     ]
     assert report.summary == "wrong in 15 of 15 cases; first: n=1 seed 0: 1 of 1 elements wrong; timing size not run"
+
+
+def test_a_validation_gives_back_every_buffer_it_took(gpu):
+    """Validated twice in one worker, the same program takes no new device memory the second time:
+    after a case every buffer goes back to the arena (engine/gpu/arena.py) for the next request of
+    its size. A validation that kept its buffers would leak them, round after round, until the
+    GPU ran out of memory."""
+    from cuda_llm.engine.gpu.protocol import ValidateRequest
+    from cuda_llm.engine.gpu.worker_process import WorkerState, handle_validate
+    from cuda_llm.engine.judge.judgement import Candidate, Compiled
+
+    task = gpu.task("vector_add")
+    judge = gpu.env.judge(task, gpu.settings)
+    compiled = gpu.run(judge.compile(Candidate("gives-back", task.baseline_source, task.baseline_plan)))
+    assert isinstance(compiled, Compiled)
+    state = WorkerState(0, gpu.settings)
+    stats = state.ctx.arena.stats
+    request = ValidateRequest(str(task.folder), compiled.program())
+    try:
+        first = handle_validate(state, request).result
+        assert first.verdict == "correct", first.summary
+        taken, reused = stats.allocated, stats.reused
+        second = handle_validate(state, request).result
+        assert second.verdict == "correct", second.summary
+    finally:
+        state.refs.unpin_all()  # the cache's arrays are freed with it: never while page-locked
+    assert stats.allocated == taken, f"{stats.allocated - taken} buffers allocated again"
+    assert stats.reused > reused
