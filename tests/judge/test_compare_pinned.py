@@ -448,6 +448,8 @@ def test_ordinal(k, text):
         ([0, 1, 3, 4, 6, 9, 10], 20, "elements 0, 1, 3, 4, 6, 9, ... (7 in all)"),
         ([0, 1, 3, 4, 6, 9, 10, 15], 20, "elements 0, 1, 3, 4, 6, 9, ... (8 in all)"),
         ([9, 3, 3, 5], 10, "elements 3, 5, 9"),
+        ([4, 4], 10, "elements 4-4"),  # duplicates are counted once, sorted or not
+        ([3, 3, 5], 10, "elements 3, 5"),
     ],
 )
 def test_describe(indices, length, text):
