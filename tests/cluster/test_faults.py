@@ -18,6 +18,7 @@ from session_driver import Recorder, options, run_session
 
 from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
 from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
+from cuda_llm.engine.cluster.connection import ClusterError
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.gpu.client import GpusLost
@@ -25,6 +26,9 @@ from cuda_llm.engine.task import TaskLibrary
 
 QUIET = ClusterSettings(remote_compilers=0, revive_poll_s=0.5, lost_grace_s=20.0)
 LABELS = [f"r1-{i}" for i in range(1, 9)]
+# How long a session closed by this process may still hold its GPUs: Ray removes a closed session's
+# actors (and gives their GPUs back) asynchronously, later on a loaded machine.
+RELEASE_S = 60.0
 
 
 async def open_env(address: str, factory: FakeGpuFactory | None = None, cluster: ClusterSettings = QUIET):
@@ -49,11 +53,26 @@ def replies(db) -> list[str]:
         con.close()
 
 
-async def run_and_strike(tmp_path, llm_server, address: str, strike, candidates: int, cluster_settings=QUIET):
-    """A one-round session of `candidates` on the cluster's (fake, 1.5 s a job) GPUs, with `strike`
+async def open_env_once_released(address: str):
+    """open_env, once the GPUs an earlier session of this process held are given back (a session
+    finds GPUs held by another job refused at once, by design)."""
+    deadline = asyncio.get_running_loop().time() + RELEASE_S
+    while True:
+        try:
+            return await open_env(address)
+        except ClusterError as exc:
+            if "is held by other jobs" not in str(exc) or asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(1.0)
+
+
+async def run_and_strike(
+    tmp_path, llm_server, address: str, strike, candidates: int, cluster_settings=QUIET, job_s: float = 1.5
+):
+    """A one-round session of `candidates` on the cluster's (fake, `job_s` a job) GPUs, with `strike`
     run while they validate. Returns (the result, every event, the pool)."""
     llm_server.default = chunked(reply())
-    env = await open_env(address, FakeGpuFactory(delay_s=1.5), cluster_settings)
+    env = await open_env(address, FakeGpuFactory(delay_s=job_s), cluster_settings)
     recorder = Recorder()
     hook = kill_when_validating(recorder, strike)
     result, _ = await run_session(
@@ -164,7 +183,9 @@ async def test_a_cluster_that_goes_away_pauses_the_session_and_it_resumes(tmp_pa
     cluster = start_cluster(2, client_port=port)
     address = f"ray://127.0.0.1:{port}"  # a Ray client, as from a workstation outside the cluster
     try:
-        result, _, _ = await run_and_strike(tmp_path, llm_server, address, cluster.shutdown, candidates=8)
+        # 4 s a job, 8 jobs on 2 GPUs: the round outlasts a shutdown slowed by a loaded machine, so
+        # candidates are still in flight at the pause.
+        result, _, _ = await run_and_strike(tmp_path, llm_server, address, cluster.shutdown, candidates=8, job_s=4.0)
     finally:
         cluster.shutdown()
     assert result.status == "paused"
@@ -267,7 +288,7 @@ async def test_a_client_that_gave_up_pauses_the_session_and_leaves_the_process_r
         assert "\n" not in str(lost.value)
         await env.close()
         for again in (cluster.address, address):  # as a driver on the cluster, then as a client
-            env = await open_env(again)
+            env = await open_env_once_released(again)
             try:
                 judge = env.judge(TaskLibrary().get("vector_add"), Settings())
                 assert (await judge.validate(await judge.baseline())).status == "correct", again
