@@ -245,7 +245,8 @@ def fresh_home(slot: Slot, seed: Path | None, tag: str) -> Path:
 def run_order(mutants: list[Mutant], first: list[str], seed: int) -> list[Mutant]:
     """Those named in `first` in that order (say, the survivors of an earlier run that new tests
     target), then the rest shuffled by `seed`: a run cut short is still a uniform sample of them."""
-    rest = [m for m in mutants if m.name not in first]
+    named = set(first)
+    rest = [m for m in mutants if m.name not in named]
     random.Random(seed).shuffle(rest)
     by_name = {m.name: m for m in mutants}
     return [by_name[n] for n in first if n in by_name] + rest

@@ -2,9 +2,9 @@
 judge_runs_on_host): both runs of one output against the reference, with the reference's own scale
 and the settings' cap on mismatches, and a problem line only where the two runs really differ.
 
-It runs in the GPU worker, which the CPU mutation run cannot see; these tests pin the two mutants
-of it that the GPU mutation run left alive (docs/testing.md): the scale not passed on, and NaN
-compared as unequal to NaN."""
+It runs in the GPU worker, which the CPU mutation run cannot see; these tests pin the three mutants
+of it that the GPU mutation run left alive (docs/testing.md): the scale not passed on, the output's
+name dropped, and NaN compared as unequal to NaN."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ def conv1d():
     return task
 
 
-def _case(expected: np.ndarray, scale: np.ndarray | None) -> ReferenceCase:
-    return ReferenceCase(inputs={}, expected={"y": expected}, scale=None if scale is None else {"y": scale})
+def _case(expected: np.ndarray, scale: np.ndarray) -> ReferenceCase:
+    return ReferenceCase(inputs={}, expected={"y": expected}, scale={"y": scale})
 
 
 def test_the_reference_s_scale_decides_what_is_wrong(conv1d):
