@@ -23,7 +23,7 @@ from typing import Any
 from cuda_llm.engine.cluster.bundle import ShippedTask, pack_task
 from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 from cuda_llm.engine.cluster.connection import connected, head_answers
-from cuda_llm.engine.cluster.fleet import Member, kill, ray_error_line
+from cuda_llm.engine.cluster.fleet import Member, give_back, ray_error_line
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.client import GpusLost, GpuUnavailable, GpuWorker, ProfileFailure
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Fault, Peaks, ProfileReport, ProgramRef, ValidationReport
@@ -230,7 +230,8 @@ class ClusterGpuPool:
         if self.owns_members:
             self.shipper.clear()
             if self._gone is None:
-                await kill([m.handle for m in self.members], self.cluster.close_timeout_s)
+                holding = sum(m.state == "ready" for m in self.members)  # the lost and dead hold none we count
+                await give_back([m.handle for m in self.members], holding, self.cluster.close_timeout_s)
 
     # ---- getting a GPU -------------------------------------------------------------------------------
     def _check_reachable(self) -> None:

@@ -133,6 +133,20 @@ async def kill(handles: Sequence[Any], close_timeout_s: float) -> None:
     await asyncio.gather(*(one(h) for h in handles))
 
 
+async def give_back(handles: Sequence[Any], holding: int, close_timeout_s: float) -> None:
+    """End GPU actors (kill), `holding` of which hold a GPU now, and return once Ray counts those GPUs
+    free again or `close_timeout_s` is up: Ray frees them asynchronously (seconds on a loaded
+    machine), and a session opened right after must find them free, not "held by other jobs" by this
+    very process."""
+    if holding == 0 or not connected():
+        await kill(handles, close_timeout_s)
+        return
+    before, total = await free_gpus()
+    await kill(handles, close_timeout_s)
+    if connected():
+        await _freed(before, min(total, before + holding), close_timeout_s)
+
+
 async def start_fleet(
     connection: ClusterConnection,
     settings: Settings,
@@ -148,8 +162,8 @@ async def start_fleet(
 
     reaped = await asyncio.to_thread(reap_orphans)
     free, total = await free_gpus()
-    if reaped and free < total:
-        free = await _freed(free, total, cluster.placement_grace_s)  # the orphans' GPUs come free
+    if reaped and free < total:  # the orphans' GPUs come free (each held one at most)
+        free = await _freed(free, min(total, free + reaped), cluster.placement_grace_s)
     if total == 0:
         head = await asyncio.to_thread(head_gcs_address, connection.address)
         raise ClusterError(
@@ -173,8 +187,9 @@ async def start_fleet(
         options["accelerator_type"] = accelerator  # Ray places it on a GPU of that type only
     settings_blob = pickle.dumps(settings)
     factory_blob = cloudpickle.dumps(worker_factory) if worker_factory is not None else None
-    # Unique per fleet: a fleet this process closed a moment ago may still hold its names.
-    prefix = f"{actor_owner()}:{secrets.token_hex(3)}"
+    # Unique per fleet: a fleet this process closed a moment ago may still hold its names. The Ray
+    # job leads it, so a later connection of this process knows an earlier one's actors for orphans.
+    prefix = f"{actor_owner()}:{_job()}-{secrets.token_hex(3)}"
     handles = [
         _actor_class(**options, name=f"{prefix}:gpu{i}", namespace=ACTOR_NAMESPACE).remote(
             cuda_llm.__version__, settings_blob, factory_blob
@@ -205,7 +220,7 @@ async def start_fleet(
 
 
 # The Ray namespace the GPU actors are named in (`ray list actors --filter namespace=cuda-llm`), and
-# how a name starts: cuda-llm:HOST:PID:FLEET:gpuN, the process that holds the GPU.
+# how a name starts: cuda-llm:HOST:PID:JOB-FLEET:gpuN, the process (and its Ray job) that holds the GPU.
 ACTOR_NAMESPACE = "cuda-llm"
 ACTOR_PREFIX = "cuda-llm"
 
@@ -225,11 +240,40 @@ def _named_actors() -> list[str]:
     return [a["name"] for a in found if isinstance(a, dict) and a.get("namespace") == ACTOR_NAMESPACE]
 
 
+def _job() -> str:
+    """This connection's Ray job ("" where Ray does not say): each ray.init of a process is a job."""
+    import ray
+
+    try:
+        return str(ray.get_runtime_context().get_job_id() or "")
+    except Exception:  # an older Ray, or a client that cannot say
+        return ""
+
+
 def _owner_of(name: str) -> tuple[str, int] | None:
     parts = name.split(":")
     if len(parts) != 5 or parts[0] != ACTOR_PREFIX or not parts[2].isdigit():
         return None
     return parts[1], int(parts[2])
+
+
+def _job_of(name: str) -> str:
+    """The Ray job a fleet's actor was started by, from its name ("" where the name does not say)."""
+    fleet = name.split(":")[3] if name.count(":") == 4 else ""
+    return fleet.rpartition("-")[0]
+
+
+def is_orphan(name: str, here: str, pid: int, job: str, alive: Callable[[int], bool]) -> bool:
+    """Whether a GPU actor named `name` outlived what started it: a cuda-llm process of this machine
+    that is gone (a `kill -9`), or an earlier Ray connection of this very process (a session closed
+    and opened again: Ray ends a disconnected job's actors, seconds later on a loaded machine)."""
+    owner = _owner_of(name)
+    if owner is None or owner[0] != here:
+        return False
+    if owner[1] != pid:
+        return not alive(owner[1])
+    earlier = _job_of(name)
+    return bool(job) and bool(earlier) and earlier != job
 
 
 def holders() -> str:
@@ -252,15 +296,14 @@ def _process_alive(pid: int) -> bool:
 
 
 def reap_orphans() -> int:
-    """End the GPU actors of cuda-llm processes of this machine that are gone (a `kill -9`: Ray keeps a
-    dead client's actors for half a minute, so its resume found its own GPUs held). Returns how many."""
+    """End the GPU actors whose owner is gone (is_orphan: Ray keeps a dead client's actors for half a
+    minute, so a resume after a `kill -9` found its own GPUs held). Returns how many."""
     import ray
 
-    here = socket.gethostname()
+    here, pid, job = socket.gethostname(), os.getpid(), _job()
     ended = 0
     for name in _named_actors():
-        owner = _owner_of(name)
-        if owner is None or owner[0] != here or owner[1] == os.getpid() or _process_alive(owner[1]):
+        if not is_orphan(name, here, pid, job, _process_alive):
             continue
         with contextlib.suppress(Exception):  # gone meanwhile
             ray.kill(ray.get_actor(name, namespace=ACTOR_NAMESPACE), no_restart=True)
@@ -268,14 +311,13 @@ def reap_orphans() -> int:
     return ended
 
 
-async def _freed(free: int, total: int, within_s: float) -> int:
-    """GPUs free once the orphans' actors have let theirs go (Ray frees them within a second)."""
+async def _freed(free: int, wanted: int, within_s: float) -> int:
+    """GPUs free once the orphans' actors have let theirs go (`wanted` free, or what is free when
+    `within_s` is up: Ray frees them within a second, or seconds on a loaded machine)."""
     deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
+    while free < wanted and time.monotonic() < deadline:
         await asyncio.sleep(ORPHAN_POLL_S)
-        free, total = await free_gpus()
-        if free == total:
-            break
+        free, _ = await free_gpus()
     return free
 
 

@@ -176,3 +176,21 @@ def test_the_short_reasons_cut_at_a_word():
     assert len(short) <= 80 and short.endswith("…") and short[:-1] == line[: len(short) - 1]
     assert line[len(short) - 1] == " ", "never mid-word"
     assert shorten("short", 80) == "short"
+
+
+def test_an_actor_is_an_orphan_when_what_started_it_is_gone():
+    """reap_orphans ends these: a gone process's actors, and an earlier Ray job of this process (a
+    session closed and opened again); never a live process's, another machine's, or this job's."""
+    from cuda_llm.engine.cluster.fleet import is_orphan
+
+    live = {100, 200}.__contains__
+    here, pid, job = "vm", 100, "02000000"
+    assert is_orphan("cuda-llm:vm:300:01000000-ab12cd:gpu0", here, pid, job, live)  # process gone
+    assert not is_orphan("cuda-llm:vm:200:01000000-ab12cd:gpu0", here, pid, job, live)  # alive
+    assert not is_orphan("cuda-llm:gpu-box:300:01000000-ab12cd:gpu0", here, pid, job, live)  # elsewhere
+    assert is_orphan("cuda-llm:vm:100:01000000-ab12cd:gpu1", here, pid, job, live)  # earlier job
+    assert not is_orphan("cuda-llm:vm:100:02000000-ab12cd:gpu1", here, pid, job, live)  # this job
+    # A name without a job (an older cuda-llm), or a Ray that does not say: never this process's own.
+    assert not is_orphan("cuda-llm:vm:100:ab12cd:gpu1", here, pid, job, live)
+    assert not is_orphan("cuda-llm:vm:100:01000000-ab12cd:gpu1", here, pid, "", live)
+    assert not is_orphan("someone-else:vm:300:x:gpu0", here, pid, job, live)

@@ -121,3 +121,25 @@ async def test_a_gpu_model_asked_for_places_actors_on_that_type_only():
             await env.close()
     finally:
         cluster.shutdown()
+
+
+
+async def test_a_fleet_given_back_is_free_when_give_back_returns():
+    """Ray frees a killed actor's GPU asynchronously; a session closed and opened again at once by
+    this process must not find its own GPUs "held by other jobs", so give_back waits for them."""
+    from cuda_llm.engine.cluster.connection import connect, free_gpus
+    from cuda_llm.engine.cluster.fleet import give_back, start_fleet
+
+    require_ray()
+    cluster = start_cluster(3, head_gpus=0)  # two GPUs, on two worker nodes
+    try:
+        connection = await connect(cluster.address)
+        try:
+            fleet = await start_fleet(connection, Settings(), QUIET, FakeGpuFactory())
+            assert len(fleet.members) == 2 and await free_gpus() == (0, 2)
+            await give_back([m.handle for m in fleet.members], 2, QUIET.close_timeout_s)
+            assert await free_gpus() == (2, 2), "a GPU was still held when give_back returned"
+        finally:
+            connection.close()
+    finally:
+        cluster.shutdown()
