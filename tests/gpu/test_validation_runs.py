@@ -136,3 +136,90 @@ def test_a_validation_gives_back_every_buffer_it_took(gpu):
         state.refs.unpin_all()  # the cache's arrays are freed with it: never while page-locked
     assert stats.allocated == taken, f"{stats.allocated - taken} buffers allocated again"
     assert stats.reused > reused
+
+
+def test_a_comparison_that_fails_gives_back_its_buffers(gpu, monkeypatch):
+    """A comparison on the device that raises a CUDA error the context survives (an out-of-memory, say)
+    still wipes and frees what it uploaded, the float64 expected values above all: kept, they would
+    leak, and the next candidate could find them in the arena's memory."""
+    from cuda_llm.engine.gpu.driver import CudaError
+    from cuda_llm.engine.gpu.harness import Harness
+    from cuda_llm.engine.gpu.protocol import ValidateRequest
+    from cuda_llm.engine.gpu.worker_process import WorkerState, handle_validate
+    from cuda_llm.engine.judge.judgement import Candidate, Compiled
+
+    task = gpu.task("vector_add")
+    judge = gpu.env.judge(task, gpu.settings)
+    compiled = gpu.run(judge.compile(Candidate("fails-to-compare", task.baseline_source, task.baseline_plan)))
+    assert isinstance(compiled, Compiled)
+    state = WorkerState(0, gpu.settings)
+    stats = state.ctx.arena.stats
+    request = ValidateRequest(str(task.folder), compiled.program())
+    real_compare = Harness.compare
+
+    def out_of_memory(*args, **kwargs):
+        raise CudaError("CUDA_ERROR_OUT_OF_MEMORY", "cuLaunchKernel")
+
+    try:
+        assert handle_validate(state, request).result.verdict == "correct"
+        taken = stats.allocated
+        monkeypatch.setattr(Harness, "compare", out_of_memory)
+        failed = handle_validate(state, request)
+        assert "CUDA_ERROR_OUT_OF_MEMORY" in repr(failed), "the comparison's error is what the worker reports"
+        monkeypatch.setattr(Harness, "compare", real_compare)
+        assert handle_validate(state, request).result.verdict == "correct"
+    finally:
+        state.refs.unpin_all()
+    assert stats.allocated == taken, f"{stats.allocated - taken} buffers allocated again: the comparison kept them"
+
+
+def test_a_wrong_output_of_several_is_named_in_its_patterns(gpu):
+    """black_scholes writes two outputs: a candidate that leaves the last 3 elements of `put` unwritten
+    is described per output, each pattern led by the output's name (one output needs no name)."""
+    src = gpu.task("black_scholes").baseline_source.replace("    put[i] =", "    if (i < n - 3) put[i] =")
+    j = gpu.judge("black_scholes", src, label="put_short")
+    assert j.status == "wrong", j.message
+    patterns = j.validation.patterns
+    assert patterns and all(p.startswith("put: ") for p in patterns), patterns
+    assert any("the last 3 elements are unwritten" in p for p in patterns), patterns
+
+
+# Two kernels that read dynamic shared memory nothing wrote, each right only for one fill of it: all
+# zero bits (a carry taken to start at 0) and all one bits (a memo of ints taken to start at -1,
+# "nothing stored"). The validator runs each case twice, after a scrub of shared memory with two
+# different patterns (ValidationSettings.scrub_patterns), so whichever fill a kernel needs, a run
+# finds garbage. The plan asks for 192 KiB of dynamic shared memory: the SMs keep the scrub's
+# L1/shared split, so what the kernel reads is what the scrub left.
+ASSUMES_ZEROED_SHARED = """
+extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n)
+{
+    extern __shared__ float carry[];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i] + carry[threadIdx.x];
+}
+"""
+ASSUMES_ALL_ONES_SHARED = """
+extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n)
+{
+    extern __shared__ int memo[];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = memo[threadIdx.x] == -1 ? a[i] + b[i] : __int_as_float(memo[threadIdx.x]);
+}
+"""
+BIG_SHARED_PLAN = {
+    "launches": [
+        {
+            "kernel": "vector_add",
+            "grid": ["cdiv(n, 256)"],
+            "block": [256],
+            "shared_bytes": 192 * 1024,
+            "args": ["a", "b", "c", "n"],
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize("source", [ASSUMES_ZEROED_SHARED, ASSUMES_ALL_ONES_SHARED], ids=["zeroed", "all-ones"])
+def test_a_kernel_that_needs_its_shared_memory_filled_one_way_is_wrong(gpu, source):
+    j = gpu.judge("vector_add", source, plan=BIG_SHARED_PLAN, label="uninitialised_shared")
+    assert j.status == "wrong", j.message
