@@ -2,10 +2,14 @@
 docs/testing.md): the comparison kernel's bound is the task's tolerance, not a multiple of it, and
 an output a kernel never writes still holds the validator's poison, so it is counted as never written."""
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from cuda_llm.engine.gpu.harness import Harness, compile_harness
+from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.model import Tolerance
 
 pytestmark = pytest.mark.gpu
@@ -62,3 +66,27 @@ def test_an_output_never_written_is_wrong_and_counted_unwritten(gpu):
     assert j.validation is not None and j.validation.cases
     assert all(c.unwritten == c.checked > 0 for c in j.validation.cases if not c.passed), j.validation.cases
     assert "never written" in j.message
+
+
+def half_output_task(tmp_path: Path) -> Path:
+    """vector_add with its output `c` in fp16 (a copy in tmp_path)."""
+    folder = tmp_path / "half" / "vector_add"
+    shutil.copytree(TaskLibrary().get("vector_add").folder, folder)
+    toml = (folder / "task.toml").read_text()
+    assert '[buffers.c]\ndtype = "float32"' in toml, "vector_add's task.toml changed; update this helper"
+    toml = toml.replace('[buffers.c]\ndtype = "float32"', '[buffers.c]\ndtype = "float16"')
+    (folder / "task.toml").write_text(toml.replace("rtol = 1e-6", "rtol = 1e-3"))
+    return folder
+
+
+def test_an_fp16_output_never_written_is_counted_unwritten(gpu, tmp_path):
+    """A 2-byte output is poisoned with the fp16 pattern, not the 4-byte one: filled with the 4-byte
+    word, every other element would hold half of it, a finite number, and read as wrong instead of
+    never written. No built-in task has an fp16 output (imported PyTorch modules can): vector_add
+    with its output in fp16 stands in."""
+    folder = half_output_task(tmp_path)
+    source = 'extern "C" __global__ void vector_add(const float* a, const float* b, unsigned short* c, int n) {}'
+    j = gpu.judge(str(folder), source)
+    assert j.status == "wrong", j.message
+    failed = [c for c in j.validation.cases if not c.passed]
+    assert failed and all(c.unwritten == c.checked > 0 for c in failed), failed
