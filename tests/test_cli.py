@@ -112,3 +112,27 @@ def test_user_mistakes_are_one_line_and_exit_2(tmp_path, args, message):
     assert done.returncode == 2, (done.stdout, done.stderr)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and message in lines[0], done.stderr
+
+
+@pytest.mark.parametrize(("flags", "compilers"), [(["--compile-only"], 1), (["--no-profile"], 1), ([], 2)])
+def test_eval_starts_only_the_compiler_processes_it_needs(tmp_path, monkeypatch, capsys, flags, compilers):
+    """One candidate needs one compile, and the baseline's beside it when it is timed: a compiler
+    process per core, or four per GPU as a round wants, would cost each eval seconds of start-up."""
+    import cuda_llm.engine.judge.judge_environment as judge_environment
+    from cuda_llm.app.cli.main import main
+    from cuda_llm.engine.compile.compiler_pool import CompilerPool
+
+    sizes: list[int] = []
+
+    class CountedPool(CompilerPool):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            sizes.append(self.size)
+
+    monkeypatch.setattr(judge_environment, "CompilerPool", CountedPool)
+    monkeypatch.setenv("CUDA_LLM_HOME", str(tmp_path / "home"))
+    reply = tmp_path / "reply.md"
+    reply.write_text("no code here\n")
+    main(["eval", "vector_add", str(reply), *flags])
+    assert "format error" in capsys.readouterr().out
+    assert sizes == [compilers]

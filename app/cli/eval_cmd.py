@@ -99,6 +99,11 @@ def _source(args: argparse.Namespace) -> Source:
     return Source(label, text, plan_text, shown(args.plan) if args.plan else None)
 
 
+# Compiler processes for an eval that times its candidate: the candidate's compile and the
+# baseline's, at once.
+EVAL_COMPILERS = 2
+
+
 def _candidate(source: Source, judge):
     from cuda_llm.engine.core.errors import FormatError, headline
     from cuda_llm.engine.judge.judgement import Candidate, Judgement
@@ -238,7 +243,10 @@ async def _evaluate(args: argparse.Namespace) -> int:
     except NotTextError as exc:
         source = None
         result = Judgement(Path(args.file).name if args.file != STDIN else "stdin", "format_error", str(exc))
-    env = await open_environment(settings, args.arch, args.compile_only, args.gpu)
+    # One candidate: its compile, and the baseline's beside it when it is timed. A compiler process
+    # per core (or four per GPU, as a round wants) would cost each eval seconds of start-up.
+    compilers = 1 if args.compile_only or args.no_profile else EVAL_COMPILERS
+    env = await open_environment(settings, args.arch, args.compile_only, args.gpu, compilers=compilers)
     if env.notice:
         print(f"cuda-llm: {env.notice}", file=sys.stderr)
     library = compiled = None

@@ -16,9 +16,12 @@ async def open_environment(
     compile_only: bool = False,
     gpus: str | int | None = None,
     cluster: str | None = None,
+    compilers: int | None = None,
 ) -> JudgeEnvironment:
     """`gpus`: "0,1", a single index, or None for every visible GPU. `cluster`: the address of a Ray
-    cluster whose GPUs judge instead of this machine's (then `gpus` names a GPU model). The notice
+    cluster whose GPUs judge instead of this machine's (then `gpus` names a GPU model). `compilers`:
+    local compiler processes where the caller knows how many compiles it needs (None: enough for a
+    round). The notice
     of the environment says what a user should know first (compile-only, an unsandboxed compiler...)."""
     if cluster and not compile_only:
         # Imported only here: without --cluster nothing imports Ray (an optional extra).
@@ -28,7 +31,7 @@ async def open_environment(
             settings, cluster, arch, str(gpus) if gpus is not None else None
         )
     else:
-        env = await open_local_environment(settings, arch, compile_only, gpus)
+        env = await open_local_environment(settings, arch, compile_only, gpus, compilers)
     warning = await sandbox_warning(env.compiler)
     if warning:
         env = dataclasses.replace(env, notice="; ".join(n for n in (warning, env.notice) if n))

@@ -133,8 +133,10 @@ def compile_workers(settings: Settings, gpus: int) -> int:
 
 
 async def open_local_environment(
-    settings: Settings, arch: str | None, compile_only: bool, gpus: str | int | None
+    settings: Settings, arch: str | None, compile_only: bool, gpus: str | int | None, compilers: int | None = None
 ) -> JudgeEnvironment:
+    """`compilers`: how many compiler processes, where the caller knows how many compiles it needs (one
+    candidate judged); None: compile_workers, for rounds."""
     reason = "compile-only requested" if compile_only else gpu_unavailable_reason()
     if reason is None:
         indices = parse_gpu_list(str(gpus) if gpus is not None else None, visible_gpu_count())
@@ -151,7 +153,7 @@ async def open_local_environment(
                 notices.append(f"--arch {arch} ignored: compiling for the GPU's own {devices[0].arch}")
             if len({d.arch for d in devices}) > 1:
                 notices.append("the GPUs differ in architecture; use --gpus to pick one kind")
-            compiler = CompilerPool(settings.compile, workers=compile_workers(settings, len(devices)))
+            compiler = CompilerPool(settings.compile, workers=compilers or compile_workers(settings, len(devices)))
             from cuda_llm.engine.counters.runner import NcuCounters  # ncu runs only with a local GPU
 
             counters = NcuCounters(settings.counters, settings.validation)
@@ -159,4 +161,4 @@ async def open_local_environment(
             return JudgeEnvironment(compiler, pool, devices[0], peaks, devices[0].arch, joined, counters)
     chosen = arch or DEFAULT_ARCH
     notice = None if compile_only else f"{reason}: compile-only for {chosen}"
-    return JudgeEnvironment(CompilerPool(settings.compile), None, None, None, chosen, notice)
+    return JudgeEnvironment(CompilerPool(settings.compile, workers=compilers), None, None, None, chosen, notice)
