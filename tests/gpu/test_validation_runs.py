@@ -47,6 +47,14 @@ FIRST_THREE_WRONG = (
     " { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i] + (i < 3 ? 1.0f : 0.0f); }"
 )
 
+# Right at every validation size (n up to about 2^20), wrong from element 2^24 on: only the timing
+# size (n = 2^25), validated last, shows it.
+WRONG_WHEN_LARGE = (
+    'extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n)'
+    " { int i = blockIdx.x * blockDim.x + threadIdx.x;"
+    " if (i < n) c[i] = a[i] + b[i] + (i >= (1 << 24) ? 1.0f : 0.0f); }"
+)
+
 PHASES = {"reference", "upload", "allocate", "run", "device checks", "compare"}
 
 
@@ -224,3 +232,14 @@ BIG_SHARED_PLAN = {
 def test_a_kernel_that_needs_its_shared_memory_filled_one_way_is_wrong(gpu, source):
     j = gpu.judge("vector_add", source, plan=BIG_SHARED_PLAN, label="uninitialised_shared")
     assert j.status == "wrong", j.message
+
+
+def test_a_kernel_wrong_only_at_the_timing_size_is_wrong_there_and_says_so(gpu):
+    """The timing size is validated too (last): a failure there is reported as that case's, and the
+    summary does not say the timing size was skipped, as it does when an earlier case failed."""
+    j = gpu.judge("vector_add", WRONG_WHEN_LARGE, label="wrong_when_large")
+    assert j.status == "wrong", j.message
+    report = j.validation
+    assert [c.label for c in report.cases if not c.passed] == ["timing n=33554432 seed 0"], report.cases
+    assert report.summary.startswith(f"wrong in 1 of {len(report.cases)} cases; first: timing n=33554432 seed 0: ")
+    assert "timing size not run" not in report.summary, report.summary

@@ -104,3 +104,16 @@ def test_fp16_tensor_rate_from_the_datasheet():
 
 def test_every_task_dtype_has_a_comparison_kernel():
     assert set(COMPARE_DTYPES) == set(DTYPES)
+
+
+def test_harness_kernels_that_do_not_compile_say_why(monkeypatch):
+    """A worker whose NVRTC cannot build the harness (a broken toolkit) stops with NVRTC's own
+    error and log, which its start-up failure then shows the user."""
+    import cuda_llm.engine.gpu.harness as harness
+
+    monkeypatch.setattr(harness, "HARNESS_SOURCE", HARNESS_SOURCE + "\nthis is not CUDA;\n")
+    with pytest.raises(RuntimeError) as failed:
+        harness.compile_harness("sm_90")
+    message = str(failed.value)
+    assert message.startswith("the harness kernels failed to compile: ")
+    assert "this is not CUDA" in message, message  # the log quotes the line NVRTC refused
