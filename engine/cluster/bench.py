@@ -19,7 +19,7 @@ from cuda_llm.engine.cluster.cluster_pool import ClusterGpuPool, TaskShipper
 from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 from cuda_llm.engine.cluster.compiler import ClusterCompiler
 from cuda_llm.engine.cluster.connection import ClusterError, connect
-from cuda_llm.engine.cluster.fleet import Member, WorkerFactory, kill, start_fleet
+from cuda_llm.engine.cluster.fleet import Member, WorkerFactory, give_back, kill, start_fleet
 from cuda_llm.engine.compile.compiler_pool import CompilerPool
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.judge.judge_environment import sandbox_warning
@@ -112,7 +112,8 @@ async def bench_on_cluster(
             compiler.close()
         if fleet is not None:
             with contextlib.suppress(Exception):
-                await kill([m.handle for m in fleet.members], cluster.close_timeout_s)
+                holding = sum(m.state == "ready" for m in fleet.members)
+                await give_back([m.handle for m in fleet.members], holding, cluster.close_timeout_s)
         shipper.clear()
         connection.close()
 

@@ -11,7 +11,7 @@ from cuda_llm.engine.cluster.cluster_pool import ClusterGpuPool, TaskShipper
 from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 from cuda_llm.engine.cluster.compiler import ClusterCompiler
 from cuda_llm.engine.cluster.connection import ClusterConnection, ClusterError, connect
-from cuda_llm.engine.cluster.fleet import Fleet, Member, WorkerFactory, kill, start_fleet
+from cuda_llm.engine.cluster.fleet import Fleet, Member, WorkerFactory, give_back, kill, start_fleet
 from cuda_llm.engine.compile.compiler_pool import CompilerPool
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.judge.judge_environment import JudgeEnvironment
@@ -143,6 +143,6 @@ async def open_cluster_environment(
         )
     except BaseException:
         if fleet is not None:
-            await kill([m.handle for m in fleet.members], cluster.close_timeout_s)
+            await give_back([m.handle for m in fleet.members], len(fleet.members), cluster.close_timeout_s)
         connection.close()
         raise

@@ -26,7 +26,7 @@ def ray_row() -> Row:
 async def cluster_rows(address: str, settings: Settings | None = None) -> list[Row]:
     from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
     from cuda_llm.engine.cluster.connection import ClusterError, connect, describe_nodes, nodes
-    from cuda_llm.engine.cluster.fleet import kill, start_fleet
+    from cuda_llm.engine.cluster.fleet import give_back, start_fleet
 
     cluster = ClusterSettings()
     try:
@@ -43,7 +43,7 @@ async def cluster_rows(address: str, settings: Settings | None = None) -> list[R
             rows.append(("cluster gpus", "ok", f"{fleet.describe()} can judge"))
             rows += [("cluster node", "warn", f"refused {line}") for line in sorted(set(fleet.refused))]
         finally:
-            await kill([m.handle for m in fleet.members], cluster.close_timeout_s)
+            await give_back([m.handle for m in fleet.members], len(fleet.members), cluster.close_timeout_s)
         return rows
     finally:
         connection.close()
