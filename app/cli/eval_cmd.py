@@ -100,7 +100,7 @@ def _source(args: argparse.Namespace) -> Source:
 
 
 # Compiler processes for an eval that times its candidate: the candidate's compile and the
-# baseline's, at once.
+# baseline's, at once (untimed or compile-only, one).
 EVAL_COMPILERS = 2
 
 
@@ -243,8 +243,7 @@ async def _evaluate(args: argparse.Namespace) -> int:
     except NotTextError as exc:
         source = None
         result = Judgement(Path(args.file).name if args.file != STDIN else "stdin", "format_error", str(exc))
-    # One candidate: its compile, and the baseline's beside it when it is timed. A compiler process
-    # per core (or four per GPU, as a round wants) would cost each eval seconds of start-up.
+    # Not a round's compiler pool (a process per core, or four per GPU): each process costs start-up.
     compilers = 1 if args.compile_only or args.no_profile else EVAL_COMPILERS
     env = await open_environment(settings, args.arch, args.compile_only, args.gpu, compilers=compilers)
     if env.notice:

@@ -112,8 +112,7 @@ async def bench_on_cluster(
             compiler.close()
         if fleet is not None:
             with contextlib.suppress(Exception):
-                holding = sum(m.state == "ready" for m in fleet.members)
-                await give_back([m.handle for m in fleet.members], holding, cluster.close_timeout_s)
+                await give_back(fleet.members, cluster.close_timeout_s)
         shipper.clear()
         connection.close()
 

@@ -143,6 +143,6 @@ async def open_cluster_environment(
         )
     except BaseException:
         if fleet is not None:
-            await give_back([m.handle for m in fleet.members], len(fleet.members), cluster.close_timeout_s)
+            await give_back(fleet.members, cluster.close_timeout_s)
         connection.close()
         raise

@@ -230,8 +230,7 @@ class ClusterGpuPool:
         if self.owns_members:
             self.shipper.clear()
             if self._gone is None:
-                holding = sum(m.state == "ready" for m in self.members)  # the lost and dead hold none we count
-                await give_back([m.handle for m in self.members], holding, self.cluster.close_timeout_s)
+                await give_back(self.members, self.cluster.close_timeout_s)
 
     # ---- getting a GPU -------------------------------------------------------------------------------
     def _check_reachable(self) -> None:

@@ -43,7 +43,7 @@ async def cluster_rows(address: str, settings: Settings | None = None) -> list[R
             rows.append(("cluster gpus", "ok", f"{fleet.describe()} can judge"))
             rows += [("cluster node", "warn", f"refused {line}") for line in sorted(set(fleet.refused))]
         finally:
-            await give_back([m.handle for m in fleet.members], len(fleet.members), cluster.close_timeout_s)
+            await give_back(fleet.members, cluster.close_timeout_s)
         return rows
     finally:
         connection.close()

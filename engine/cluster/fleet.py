@@ -133,11 +133,13 @@ async def kill(handles: Sequence[Any], close_timeout_s: float) -> None:
     await asyncio.gather(*(one(h) for h in handles))
 
 
-async def give_back(handles: Sequence[Any], holding: int, close_timeout_s: float) -> None:
-    """End GPU actors (kill), `holding` of which hold a GPU now, and return once Ray counts those GPUs
-    free again or `close_timeout_s` is up: Ray frees them asynchronously (seconds on a loaded
-    machine), and a session opened right after must find them free, not "held by other jobs" by this
-    very process."""
+async def give_back(members: Sequence[Member], close_timeout_s: float) -> None:
+    """End a fleet's actors (kill) and return once Ray counts the GPUs of those still ready free again,
+    or `close_timeout_s` is up: Ray frees them asynchronously (seconds on a loaded machine), and a
+    session opened right after must find them free, not "held by other jobs" by this very process.
+    (The lost and the dead hold no GPU Ray counts.)"""
+    handles = [m.handle for m in members]
+    holding = sum(m.state == "ready" for m in members)
     if holding == 0 or not connected():
         await kill(handles, close_timeout_s)
         return

@@ -21,8 +21,8 @@ async def open_environment(
     """`gpus`: "0,1", a single index, or None for every visible GPU. `cluster`: the address of a Ray
     cluster whose GPUs judge instead of this machine's (then `gpus` names a GPU model). `compilers`:
     local compiler processes where the caller knows how many compiles it needs (None: enough for a
-    round). The notice
-    of the environment says what a user should know first (compile-only, an unsandboxed compiler...)."""
+    round). The notice of the environment says what a user should know first (compile-only, an
+    unsandboxed compiler...)."""
     if cluster and not compile_only:
         # Imported only here: without --cluster nothing imports Ray (an optional extra).
         from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment

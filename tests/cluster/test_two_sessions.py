@@ -137,7 +137,7 @@ async def test_a_fleet_given_back_is_free_when_give_back_returns():
         try:
             fleet = await start_fleet(connection, Settings(), QUIET, FakeGpuFactory())
             assert len(fleet.members) == 2 and await free_gpus() == (0, 2)
-            await give_back([m.handle for m in fleet.members], 2, QUIET.close_timeout_s)
+            await give_back(fleet.members, QUIET.close_timeout_s)
             assert await free_gpus() == (2, 2), "a GPU was still held when give_back returned"
         finally:
             connection.close()

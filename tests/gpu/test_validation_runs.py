@@ -118,22 +118,30 @@ def test_a_failure_is_reported_within_its_caps(gpu):
     assert report.summary == "wrong in 15 of 15 cases; first: n=1 seed 0: 1 of 1 elements wrong; timing size not run"
 
 
+def in_process_worker(gpu, label: str):
+    """A GPU worker's state in this process (its arena's figures readable) and a request to validate
+    vector_add's baseline, compiled, with it: handle_validate(state, request) runs what the worker
+    process would. The caller unpins state.refs at the end."""
+    from cuda_llm.engine.gpu.protocol import ValidateRequest
+    from cuda_llm.engine.gpu.worker_process import WorkerState
+    from cuda_llm.engine.judge.judgement import Candidate, Compiled
+
+    task = gpu.task("vector_add")
+    judge = gpu.env.judge(task, gpu.settings)
+    compiled = gpu.run(judge.compile(Candidate(label, task.baseline_source, task.baseline_plan)))
+    assert isinstance(compiled, Compiled)
+    return WorkerState(0, gpu.settings), ValidateRequest(str(task.folder), compiled.program())
+
+
 def test_a_validation_gives_back_every_buffer_it_took(gpu):
     """Validated twice in one worker, the same program takes no new device memory the second time:
     after a case every buffer goes back to the arena (engine/gpu/arena.py) for the next request of
     its size. A validation that kept its buffers would leak them, round after round, until the
     GPU ran out of memory."""
-    from cuda_llm.engine.gpu.protocol import ValidateRequest
-    from cuda_llm.engine.gpu.worker_process import WorkerState, handle_validate
-    from cuda_llm.engine.judge.judgement import Candidate, Compiled
+    from cuda_llm.engine.gpu.worker_process import handle_validate
 
-    task = gpu.task("vector_add")
-    judge = gpu.env.judge(task, gpu.settings)
-    compiled = gpu.run(judge.compile(Candidate("gives-back", task.baseline_source, task.baseline_plan)))
-    assert isinstance(compiled, Compiled)
-    state = WorkerState(0, gpu.settings)
+    state, request = in_process_worker(gpu, "gives-back")
     stats = state.ctx.arena.stats
-    request = ValidateRequest(str(task.folder), compiled.program())
     try:
         first = handle_validate(state, request).result
         assert first.verdict == "correct", first.summary
@@ -152,17 +160,10 @@ def test_a_comparison_that_fails_gives_back_its_buffers(gpu, monkeypatch):
     leak, and the next candidate could find them in the arena's memory."""
     from cuda_llm.engine.gpu.driver import CudaError
     from cuda_llm.engine.gpu.harness import Harness
-    from cuda_llm.engine.gpu.protocol import ValidateRequest
-    from cuda_llm.engine.gpu.worker_process import WorkerState, handle_validate
-    from cuda_llm.engine.judge.judgement import Candidate, Compiled
+    from cuda_llm.engine.gpu.worker_process import handle_validate
 
-    task = gpu.task("vector_add")
-    judge = gpu.env.judge(task, gpu.settings)
-    compiled = gpu.run(judge.compile(Candidate("fails-to-compare", task.baseline_source, task.baseline_plan)))
-    assert isinstance(compiled, Compiled)
-    state = WorkerState(0, gpu.settings)
+    state, request = in_process_worker(gpu, "fails-to-compare")
     stats = state.ctx.arena.stats
-    request = ValidateRequest(str(task.folder), compiled.program())
     real_compare = Harness.compare
 
     def out_of_memory(*args, **kwargs):
