@@ -133,6 +133,20 @@ def test_device_comparison_agrees_with_the_host(harness, dtype, tol):
     assert wrong == host.wrong > 0
 
 
+def test_device_comparison_counts_every_wrong_element_of_a_large_output(harness):
+    """Every element wrong, over several times as many elements as the comparison's grid has threads:
+    the count is exact, summed from every lane of every block. (A few wrong elements among many, as
+    above, mostly land on lanes any reduction gets right; a lane whose count were lost or doubled,
+    e.g. in a block whose last warp is partial, would go unseen there.)"""
+    n = 1_000_003
+    expected = np.arange(n, dtype=np.float64)
+    got = (expected * 2.0 + 1.0).astype(np.float32)  # exact in float32 (below 2^24), and far outside 1e-6
+    tol = Tolerance("abs", 1e-6, 1e-12)
+    wrong, passed = _device_compare(harness, got, "float32", expected, None, tol)
+    assert passed is None
+    assert wrong == n
+
+
 def test_device_comparison_counts_unwritten_elements(harness):
     expected = np.arange(1000, dtype=np.float64)
     got = expected.astype(np.float32)

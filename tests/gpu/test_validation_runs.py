@@ -55,6 +55,14 @@ WRONG_WHEN_LARGE = (
     " if (i < n) c[i] = a[i] + b[i] + (i >= (1 << 24) ? 1.0f : 0.0f); }"
 )
 
+# Blocks of at most 128 threads by the kernel's own declaration, which the baseline's plan (blocks of
+# 256) breaks: nothing before the GPU can tell (the compile's figures do not carry the kernel's own
+# block limit), so the worker refuses it as it prepares the first launch.
+BOUNDED_TO_128 = (
+    'extern "C" __global__ void __launch_bounds__(128) vector_add(const float* a, const float* b, float* c, int n)'
+    " { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }"
+)
+
 PHASES = {"reference", "upload", "allocate", "run", "device checks", "compare"}
 
 
@@ -87,6 +95,9 @@ def test_a_correct_validation_reports_where_its_time_went(gpu):
     assert all(s >= 0 for s in report.phases_s.values())
     assert report.elapsed_s > 0
     assert report.elapsed_s >= 0.9 * sum(report.phases_s.values())
+    # Every element of every case checked, none wrong and none left unwritten (an unwritten count on a
+    # correct case would tell the model, and the user, of a fault that is not there).
+    assert all(c.passed and c.checked > 0 and c.wrong == 0 and c.unwritten == 0 for c in report.cases), report.cases
 
 
 def test_a_failure_is_reported_within_its_caps(gpu):
@@ -109,6 +120,8 @@ def test_a_failure_is_reported_within_its_caps(gpu):
         ("n=3 seed 1", (0,)),
         ("n=3 seed 1", (1,)),
     ]
+    # Each seed draws inputs of its own: three seeds at n=1, three different sums.
+    assert len({m.expected for m in report.mismatches[:3]}) == 3, report.mismatches[:3]
     assert list(report.patterns) == [
         "every element is wrong at n=3 seed 0",
         "every element is wrong at n=3 seed 1",
@@ -244,3 +257,40 @@ def test_a_kernel_wrong_only_at_the_timing_size_is_wrong_there_and_says_so(gpu):
     assert [c.label for c in report.cases if not c.passed] == ["timing n=33554432 seed 0"], report.cases
     assert report.summary.startswith(f"wrong in 1 of {len(report.cases)} cases; first: timing n=33554432 seed 0: ")
     assert "timing size not run" not in report.summary, report.summary
+
+
+def test_a_block_over_the_kernel_s_own_limit_is_a_launch_error_in_the_plan_s_words(gpu):
+    """The refusal comes from preparing the launch, before the case's buffers were used: what the user
+    reads is the plan's fault and how to mend it, and the case's clean-up (which gives the buffers
+    back) must not raise over it. The worker then judges the next candidate as before."""
+    j = gpu.judge("vector_add", BOUNDED_TO_128, label="bounded_to_128")
+    assert j.status == "launch_error", j.message
+    assert "a block of 256 threads is more than this kernel can launch (128)" in j.message, j.message
+    assert gpu.judge("vector_add", label="after_bounded").status == "correct"
+
+
+def test_a_second_candidate_of_a_task_uploads_no_input(gpu, monkeypatch):
+    """A worker uploads a case's inputs once and fills each candidate's buffers from that copy on the
+    device (engine/gpu/input_masters.py): at vector_add's timing size that is 268 MB across PCIe that
+    the second candidate, and every one after it, does not wait for. Only the float64 expected values
+    still go up, for each comparison, and are wiped after it."""
+    import numpy as np
+
+    from cuda_llm.engine.gpu.worker_process import handle_validate
+
+    state, request = in_process_worker(gpu, "uploads-once")
+    real_upload = state.ctx.upload
+    uploaded: list[np.dtype] = []
+
+    def counted(buf, host):
+        uploaded.append(np.asarray(host).dtype)
+        real_upload(buf, host)
+
+    try:
+        assert handle_validate(state, request).result.verdict == "correct"
+        monkeypatch.setattr(state.ctx, "upload", counted)
+        assert handle_validate(state, request).result.verdict == "correct"
+    finally:
+        state.refs.unpin_all()
+    assert uploaded, "the expected values go up for every comparison"
+    assert set(uploaded) == {np.dtype(np.float64)}, f"inputs uploaded again: {sorted(map(str, set(uploaded)))}"
