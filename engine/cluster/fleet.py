@@ -54,7 +54,7 @@ class Fleet:
     members: list[Member]
     refused: list[str] = field(default_factory=list)  # one line per GPU that cannot judge
     held: int = 0  # GPUs other jobs held
-    held_by: str = ""  # who, as their actors' names say (fleet.holders)
+    held_by: str = ""  # who, as their actors' names say (holders_of)
 
     def models(self) -> Counter[str]:
         return Counter(m.model for m in self.members)
@@ -158,8 +158,9 @@ async def start_fleet(
 ) -> Fleet:
     """An actor on every GPU free now (of `model`, where Ray knows the GPUs' types), each with its
     worker started and named after this process, so `ray list actors` shows which session holds
-    which GPU. Raises ClusterError when the cluster has no GPU to give (at once, naming who holds
-    them: a session never waits for another's GPUs), or none of its GPUs can judge."""
+    which GPU. Raises ClusterError when the cluster has no GPU to give, naming who holds them (at
+    once when other sessions' actors hold every GPU: a session never waits for another's GPUs), or
+    none of its GPUs can judge."""
     from ray import cloudpickle
 
     reaped = await asyncio.to_thread(reap_orphans)
@@ -172,15 +173,17 @@ async def start_fleet(
             f"the Ray cluster at {connection.address} has no GPUs: start Ray on the GPU machines with "
             f"`ray start --address {head}` (it finds their GPUs itself)"
         )
-    held_by = await asyncio.to_thread(holders)
-    if free == 0:
+    names = await asyncio.to_thread(_named_actors)
+    held_by = holders_of(names)
+    wanted = gpus_to_ask(free, total, sum(_owner_of(n) is not None for n in names))
+    if wanted == 0:
         raise ClusterError(
             f"every GPU of the Ray cluster at {connection.address} ({total}) is held by other jobs"
             + (f" ({held_by})" if held_by else "")
             + "; run again when one is free"
         )
     accelerator, of_type = await _accelerator_type(model)
-    count = free if accelerator is None else min(free, of_type)  # no actor waits for another model's GPU
+    count = wanted if accelerator is None else min(wanted, of_type)  # no actor waits for another model's GPU
     # The actor restarts when its process dies (max_restarts=-1), on its node or wherever a GPU
     # frees up; requests are not retried by Ray (max_task_retries=0): the pool re-queues them itself,
     # so a job never runs twice unnoticed. num_cpus=0: the GPU worker's time is the GPU's.
@@ -208,7 +211,9 @@ async def start_fleet(
         else:
             members.append(Member(handle, *answer))
     await kill(unusable, cluster.close_timeout_s)
-    held = total - free + answers.count(None)  # (GPUs of other models left free are not held)
+    # GPUs not asked for that Ray counted busy, and those asked for that Ray did not place: held. (GPUs
+    # of other models left free are not.)
+    held = max(0, total - max(free, count)) + answers.count(None)
     if not members:
         if answers.count(None) == len(answers):
             raise ClusterError(
@@ -278,9 +283,19 @@ def is_orphan(name: str, here: str, pid: int, job: str, alive: Callable[[int], b
     return bool(job) and bool(earlier) and earlier != job
 
 
-def holders() -> str:
+def gpus_to_ask(free: int, total: int, held_by_sessions: int) -> int:
+    """How many GPU actors a session starts: one for every GPU Ray counts free, or, where that count
+    says less, for every GPU no session's actor holds. Ray's count of free GPUs trails what is by
+    seconds on a loaded machine (a cluster just started, a session just closed), and a session must
+    not be refused for GPUs nothing holds: an actor asked for a GPU that something else does hold
+    is not placed within ClusterSettings.placement_grace_s, and is dropped. 0: the sessions' actors
+    hold every GPU, and Ray agrees."""
+    return max(free, total - held_by_sessions, 0)
+
+
+def holders_of(names: Sequence[str]) -> str:
     """Who holds the cluster's GPUs, from the actors' names: 'cuda-llm on vm (process 1234): 2 GPUs'."""
-    owners = Counter(o for o in map(_owner_of, _named_actors()) if o is not None)
+    owners = Counter(o for o in map(_owner_of, names) if o is not None)
     return "; ".join(
         f"cuda-llm on {host} (process {pid}): {n} GPU{'s' if n > 1 else ''}"
         for (host, pid), n in sorted(owners.items())

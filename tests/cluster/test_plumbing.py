@@ -194,3 +194,16 @@ def test_an_actor_is_an_orphan_when_what_started_it_is_gone():
     assert not is_orphan("cuda-llm:vm:100:ab12cd:gpu1", here, pid, job, live)
     assert not is_orphan("cuda-llm:vm:100:01000000-ab12cd:gpu1", here, pid, "", live)
     assert not is_orphan("someone-else:vm:300:x:gpu0", here, pid, job, live)
+
+
+def test_a_session_asks_for_every_gpu_no_session_holds_whatever_ray_counts_free():
+    """Ray's count of free GPUs trails what holds them, and no session is refused for that lag; it is
+    refused at once only when the sessions' own actors hold every GPU and Ray agrees."""
+    from cuda_llm.engine.cluster.fleet import gpus_to_ask
+
+    assert gpus_to_ask(free=2, total=2, held_by_sessions=0) == 2
+    assert gpus_to_ask(free=0, total=2, held_by_sessions=0) == 2  # a cluster just started: nothing counted yet
+    assert gpus_to_ask(free=0, total=2, held_by_sessions=1) == 1  # a session just closed its other GPU
+    assert gpus_to_ask(free=1, total=2, held_by_sessions=2) == 1  # Ray saw one free: it is tried
+    assert gpus_to_ask(free=0, total=2, held_by_sessions=2) == 0  # held, and Ray agrees: refused
+    assert gpus_to_ask(free=0, total=2, held_by_sessions=3) == 0  # an actor still waiting to be placed

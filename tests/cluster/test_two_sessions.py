@@ -78,6 +78,34 @@ async def test_a_second_session_is_refused_at_once_naming_who_holds_the_gpus(cap
     assert "InvalidStateError" not in err and "Traceback" not in err, err[-2000:]
 
 
+async def test_a_session_is_not_refused_for_gpus_ray_has_not_counted_free_yet(monkeypatch):
+    """Ray's count of free GPUs trails what holds them by seconds on a loaded machine: a cluster just
+    started, or a session just closed, can read as "no GPU free" while nothing holds one. Here the
+    count says so on the session's first look, and the session still gets the cluster's GPU."""
+    from cuda_llm.engine.cluster import fleet
+
+    require_ray()
+    real = fleet.free_gpus
+    looks = []
+
+    async def stale_at_first():
+        free, total = await real()
+        looks.append(free)
+        return (0 if len(looks) == 1 else free), total
+
+    monkeypatch.setattr(fleet, "free_gpus", stale_at_first)
+    cluster = start_cluster(2, head_gpus=0)  # one GPU, on the worker node
+    try:
+        env = await open_env(cluster.address)
+        try:
+            assert env.gpu.size == 1
+        finally:
+            await env.close()
+    finally:
+        cluster.shutdown()
+    assert looks, "the session looked at what Ray counts free"
+
+
 async def test_a_resume_right_after_a_kill_9_of_a_client_gets_its_gpu_back():
     require_ray()
     port = free_port()
@@ -121,7 +149,6 @@ async def test_a_gpu_model_asked_for_places_actors_on_that_type_only():
             await env.close()
     finally:
         cluster.shutdown()
-
 
 
 async def test_a_fleet_given_back_is_free_when_give_back_returns():
