@@ -12,11 +12,11 @@ class ClusterSettings:
     start_timeout_s: float = 120.0
     # An actor is started for every GPU free when the session starts, or no other session holds where
     # Ray's count of free GPUs lags (fleet.gpus_to_ask; other sessions hold all: the session is
-    # refused at once, naming them). One that Ray has not placed within this long lost its GPU to
-    # another job, or was asked for one that something else holds, and is given up: Ray places an
-    # actor on a free GPU in a second or two, while a GPU another job holds may stay taken for hours.
-    # Also how long the GPUs of a dead process of this machine (a kill -9) get to come free once its
-    # actors are ended.
+    # refused at once, naming them). One that Ray has not placed this long after the first actor
+    # answered (or as long again as that answer took, on a loaded machine) was asked for a GPU another
+    # job holds, and is given up: Ray places an actor on a free GPU in a second or two when idle, while
+    # a GPU another job holds may stay taken for hours. Also how long the GPUs of a dead process of
+    # this machine (a kill -9) get to come free once its actors are ended.
     placement_grace_s: float = 10.0
     # A GPU whose actor cannot be reached (its node lost, the actor restarting) is asked again this
     # often; it rejoins the pool as soon as it answers.

@@ -175,7 +175,8 @@ async def start_fleet(
         )
     names = await asyncio.to_thread(_named_actors)
     held_by = holders_of(names)
-    wanted = gpus_to_ask(free, total, sum(_owner_of(n) is not None for n in names))
+    held_by_sessions = sum(_owner_of(n) is not None for n in names)
+    wanted = gpus_to_ask(free, total, held_by_sessions)
     if wanted == 0:
         raise ClusterError(
             f"every GPU of the Ray cluster at {connection.address} ({total}) is held by other jobs"
@@ -201,7 +202,11 @@ async def start_fleet(
         )
         for i in range(count)
     ]
-    answers = await _answers(handles, cluster)
+    # Until one actor answers, Ray is still starting worker processes, whatever holds the GPUs: where
+    # some GPU is held by no session, that may take as long as an actor's start (a loaded machine);
+    # where sessions hold them all, an answer is owed only to Ray's count of free ones lagging.
+    first_wait = cluster.start_timeout_s if total > held_by_sessions else cluster.placement_grace_s
+    answers = await _answers(handles, cluster, first_wait)
     members, refused, unusable = [], [], []
     for handle, answer in zip(handles, answers, strict=True):
         if isinstance(answer, str | None):
@@ -359,14 +364,23 @@ async def _accelerator_type(model: str | None) -> tuple[str | None, int]:
     return matches[0], sum(int(n.gpus) for n in found if n.accelerator == matches[0])
 
 
-async def _answers(handles: list[Any], cluster: ClusterSettings) -> list[tuple[DeviceInfo, RanOn] | str | None]:
-    """Each actor's answer to start(), or None for one Ray has not placed on a GPU within
-    ClusterSettings.placement_grace_s (another job took it since Ray counted it free). Placement is
-    asked first, so a worker slow to start is never taken for a GPU held. The waits are never
-    cancelled (a Ray client then logs InvalidStateError tracebacks): unplaced actors are ended by the
-    caller, and what they answer later is dropped."""
+async def _answers(
+    handles: list[Any], cluster: ClusterSettings, first_wait_s: float
+) -> list[tuple[DeviceInfo, RanOn] | str | None]:
+    """Each actor's answer to start(), or None for one Ray has not placed on a GPU in time (another
+    job holds it). Placement is asked first, so a worker slow to start is never taken for a GPU held.
+    In time: within `first_wait_s` for the first actor to answer, then as long again as that took
+    (ClusterSettings.placement_grace_s at least) for the others. Ray answers for every actor in about
+    the same time when it can place them all, a second on an idle machine and tens of seconds on a
+    loaded one, so a fixed grace counted from the start gave up free GPUs under load. The waits are
+    never cancelled (a Ray client then logs InvalidStateError tracebacks): unplaced actors are ended
+    by the caller, and what they answer later is dropped."""
     placed = [_uncancelled(h.placed.remote()) for h in handles]
-    await asyncio.wait(placed, timeout=cluster.placement_grace_s)
+    began = time.monotonic()
+    await asyncio.wait(placed, timeout=first_wait_s, return_when=asyncio.FIRST_COMPLETED)
+    if any(p.done() for p in placed):
+        first_s = time.monotonic() - began
+        await asyncio.wait(placed, timeout=max(cluster.placement_grace_s, first_s))
     starts = {
         i: asyncio.ensure_future(_start_one(h, cluster.start_timeout_s))
         for i, (h, p) in enumerate(zip(handles, placed, strict=True))

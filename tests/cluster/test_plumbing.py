@@ -3,12 +3,14 @@ bundle, the choice of GPU model, and that nothing imports Ray unless a cluster i
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from ray_nodes import require_ray
 
 from cuda_llm.app.cli.bench_cmd import request_from_args, request_from_bench
 from cuda_llm.app.cli.main import parse
@@ -207,3 +209,39 @@ def test_a_session_asks_for_every_gpu_no_session_holds_whatever_ray_counts_free(
     assert gpus_to_ask(free=1, total=2, held_by_sessions=2) == 1  # Ray saw one free: it is tried
     assert gpus_to_ask(free=0, total=2, held_by_sessions=2) == 0  # held, and Ray agrees: refused
     assert gpus_to_ask(free=0, total=2, held_by_sessions=3) == 0  # an actor still waiting to be placed
+
+
+class _Call:
+    """A Ray actor method as the fleet calls it: `.remote()` gives something to await."""
+
+    def __init__(self, answer_after_s: float | None, answer: object) -> None:
+        self.after, self.answer = answer_after_s, answer
+
+    def remote(self):
+        async def call():
+            if self.after is None:
+                await asyncio.Event().wait()  # never placed: a GPU another job holds
+            await asyncio.sleep(self.after)
+            return self.answer
+
+        return call()
+
+
+class _Actor:
+    def __init__(self, placed_after_s: float | None, name: str) -> None:
+        self.placed = _Call(placed_after_s, True)
+        self.start = _Call(0.0, name)
+
+
+async def test_actors_slow_to_be_placed_are_waited_for_and_one_never_placed_is_given_up():
+    """On a loaded machine Ray takes seconds to answer for every actor, the placeable ones about
+    alike: each gets as long again as the first answer took (the grace at least), so none of them is
+    taken for a GPU held, while the actor Ray never places is still given up."""
+    require_ray()
+    from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
+    from cuda_llm.engine.cluster.fleet import _answers
+
+    cluster = ClusterSettings(placement_grace_s=0.2, start_timeout_s=30.0)
+    actors = [_Actor(1.0, "gpu0"), _Actor(1.5, "gpu1"), _Actor(None, "held")]
+    answers = await _answers(actors, cluster, first_wait_s=30.0)
+    assert answers == ["gpu0", "gpu1", None]
