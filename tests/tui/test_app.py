@@ -121,6 +121,19 @@ async def test_bad_choices_are_one_line_on_the_start_screen(tmp_path, refused_ur
         assert isinstance(app.screen, StartScreen)
 
 
+def test_a_telemetry_reading_with_no_screen_up_is_kept_not_a_crash(tmp_path, refused_url):
+    """The sampler's thread posts its reading whenever NVML answers: after the app's last screen went
+    (the app leaving) or before its first is up. The reading is kept for the bar that comes up; the
+    app must not fail on a screen stack that is empty (it did, once in a CI run)."""
+    from cuda_llm.app.messages import TelemetryRead
+
+    sample = TelemetrySample(1755, 1980, 2619, 61, 412.0, 700.0, 97, 40, 12 * 1024**3, 80 * 1024**3, 0, 1)
+    app = make_app(tmp_path, refused_url)
+    assert not app.screen_stack
+    app.on_telemetry_read(TelemetryRead(sample))
+    assert app.telemetry_sample == sample
+
+
 async def test_telemetry_bar_shows_nvml_readings(tmp_path, refused_url):
     sample = TelemetrySample(1755, 1980, 2619, 61, 412.0, 700.0, 97, 40, 12 * 1024**3, 80 * 1024**3, 0, 1)
     app = make_app(tmp_path, refused_url)
