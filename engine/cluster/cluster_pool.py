@@ -22,7 +22,7 @@ from typing import Any
 
 from cuda_llm.engine.cluster.bundle import ShippedTask, pack_task
 from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
-from cuda_llm.engine.cluster.connection import connected, head_answers
+from cuda_llm.engine.cluster.connection import connected, head_answers, ray_result
 from cuda_llm.engine.cluster.fleet import Member, give_back, ray_error_line
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.client import GpusLost, GpuUnavailable, GpuWorker, ProfileFailure
@@ -190,14 +190,16 @@ class ClusterGpuPool:
 
     async def peaks(self, force: bool = False) -> Peaks:
         """The first GPU's ceilings (measured on every GPU, so each one's cache is warm)."""
-        measured = await asyncio.gather(*(m.handle.peaks.remote(force) for m in self.members))
+        measured = await asyncio.gather(*(ray_result(m.handle.peaks.remote(force)) for m in self.members))
         return measured[0]
 
     async def worker_restarts(self) -> int:
         """How often the GPU worker processes were restarted inside their actors (crashes, hangs)."""
         if not connected():
             return 0
-        counts = await asyncio.gather(*(m.handle.worker_restarts.remote() for m in self.members if m.state == "ready"))
+        counts = await asyncio.gather(
+            *(ray_result(m.handle.worker_restarts.remote()) for m in self.members if m.state == "ready")
+        )
         return sum(counts)
 
     def take_events(self) -> tuple[str, ...]:
@@ -299,7 +301,7 @@ class ClusterGpuPool:
         from ray.exceptions import ActorDiedError, ObjectLostError, RayActorError, RayError, RayTaskError
 
         try:
-            return await asyncio.wait_for(getattr(member.handle, method).remote(*args), timeout_s)
+            return await ray_result(getattr(member.handle, method).remote(*args), timeout_s)
         except ActorDiedError as exc:
             raise _Lost(_reason(exc), for_good=True) from None
         except RayActorError as exc:  # unavailable: its node lost, or the actor restarting
@@ -384,7 +386,7 @@ class ClusterGpuPool:
         while not self._closed:
             await asyncio.sleep(self.cluster.revive_poll_s)
             try:
-                answer = await asyncio.wait_for(member.handle.start.remote(), self.cluster.start_timeout_s)
+                answer = await ray_result(member.handle.start.remote(), self.cluster.start_timeout_s)
             except ActorDiedError:
                 member.state = "dead"
                 return

@@ -17,7 +17,7 @@ import pickle
 from typing import Any
 
 import cuda_llm
-from cuda_llm.engine.cluster.connection import connected
+from cuda_llm.engine.cluster.connection import connected, ray_result
 from cuda_llm.engine.compile.compiler_pool import CompilerPool
 from cuda_llm.engine.compile.result import CompileResult
 from cuda_llm.engine.compile.source import CheckedSource, check_source
@@ -61,7 +61,7 @@ class ClusterCompiler:
             from ray.exceptions import RayError
 
             try:
-                problem = await asyncio.wait_for(handle.start.remote(), start_timeout_s)
+                problem = await ray_result(handle.start.remote(), start_timeout_s)
             except (RayError, TimeoutError) as exc:
                 # Not placed in time (no free CPU in the cluster) or failed: the driver compiles.
                 problem = f"a compiler actor did not start ({type(exc).__name__})"
@@ -109,7 +109,7 @@ class ClusterCompiler:
         handle = min(self._ready, key=lambda h: self._busy[id(h)])
         self._busy[id(handle)] += 1
         try:
-            result = await handle.compile.remote(checked, arch)
+            result = await ray_result(handle.compile.remote(checked, arch))
         except RayActorError:
             if handle in self._ready:
                 self._ready.remove(handle)

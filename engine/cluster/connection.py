@@ -227,3 +227,25 @@ async def free_gpus() -> tuple[int, int]:
     available = await asyncio.to_thread(ray.available_resources)
     total = await asyncio.to_thread(ray.cluster_resources)
     return int(available.get("GPU", 0)), int(total.get("GPU", 0))
+
+
+async def ray_result(ref: Any, timeout_s: float | None = None) -> Any:
+    """A Ray call's result, within `timeout_s` (None: no limit). Neither the limit nor a cancelled
+    caller cancels Ray's own future: a Ray client sets each pending call's outcome from its own
+    thread (when the connection ends, every one), and on a future cancelled by then it raises
+    InvalidStateError there, a traceback on stderr, over the TUI's screen. An outcome nobody waits
+    for any more is dropped quietly."""
+    return await asyncio.wait_for(asyncio.shield(uncancelled(ref)), timeout_s)
+
+
+def uncancelled(ref: Any) -> asyncio.Future[Any]:
+    """A Ray call as a future whose outcome, if nobody waits for it any more, is dropped quietly (see
+    ray_result: cancel the waits on it, never the future)."""
+    call = asyncio.ensure_future(ref)
+    call.add_done_callback(_dropped)
+    return call
+
+
+def _dropped(call: asyncio.Future[Any]) -> None:
+    if not call.cancelled():
+        call.exception()  # retrieved: asyncio logs nothing for it

@@ -21,7 +21,15 @@ from typing import Any, Literal
 
 import cuda_llm
 from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
-from cuda_llm.engine.cluster.connection import GCS_PORT, ClusterConnection, ClusterError, connected, free_gpus
+from cuda_llm.engine.cluster.connection import (
+    GCS_PORT,
+    ClusterConnection,
+    ClusterError,
+    connected,
+    free_gpus,
+    ray_result,
+    uncancelled,
+)
 from cuda_llm.engine.core.errors import describe
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.protocol import DeviceInfo, RanOn
@@ -77,11 +85,8 @@ def _actor_class(**options: Any) -> Any:
 async def _start_one(handle: Any, timeout_s: float) -> tuple[DeviceInfo, RanOn] | str:
     from ray.exceptions import RayError
 
-    call = _uncancelled(handle.start.remote())
     try:
-        # Shielded: a wait that times out leaves Ray's own future alone (cancelled, a Ray client's
-        # future raises InvalidStateError when the answer arrives, with a traceback on stderr).
-        return await asyncio.wait_for(asyncio.shield(call), timeout_s)
+        return await ray_result(handle.start.remote(), timeout_s)
     except TimeoutError:
         return f"a GPU actor did not start within {timeout_s:.0f} s (its GPU taken by another job meanwhile?)"
     except RayError as exc:
@@ -119,7 +124,7 @@ async def kill(handles: Sequence[Any], close_timeout_s: float) -> None:
     async def one(handle: Any) -> None:
         try:
             with contextlib.suppress(RayError, TimeoutError, ConnectionError):
-                await asyncio.wait_for(handle.close.remote(), close_timeout_s)
+                await ray_result(handle.close.remote(), close_timeout_s)
             with contextlib.suppress(RayError, ValueError, ConnectionError):
                 ray.kill(handle, no_restart=True)
         except Exception:
@@ -375,7 +380,7 @@ async def _answers(
     loaded one, so a fixed grace counted from the start gave up free GPUs under load. The waits are
     never cancelled (a Ray client then logs InvalidStateError tracebacks): unplaced actors are ended
     by the caller, and what they answer later is dropped."""
-    placed = [_uncancelled(h.placed.remote()) for h in handles]
+    placed = [uncancelled(h.placed.remote()) for h in handles]
     began = time.monotonic()
     await asyncio.wait(placed, timeout=first_wait_s, return_when=asyncio.FIRST_COMPLETED)
     if any(p.done() for p in placed):
@@ -389,15 +394,3 @@ async def _answers(
     if starts:
         await asyncio.wait(starts.values())
     return [starts[i].result() if i in starts else None for i in range(len(handles))]
-
-
-def _uncancelled(ref: Any) -> asyncio.Future[Any]:
-    """A Ray call as a future whose outcome, if nobody waits for it any more, is dropped quietly."""
-    call = asyncio.ensure_future(ref)
-    call.add_done_callback(_quietly)
-    return call
-
-
-def _quietly(job: asyncio.Future[Any]) -> None:
-    if not job.cancelled():
-        job.exception()  # retrieved: asyncio logs nothing for it

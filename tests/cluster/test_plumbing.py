@@ -4,6 +4,7 @@ bundle, the choice of GPU model, and that nothing imports Ray unless a cluster i
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import subprocess
 import sys
@@ -245,3 +246,37 @@ async def test_actors_slow_to_be_placed_are_waited_for_and_one_never_placed_is_g
     actors = [_Actor(1.0, "gpu0"), _Actor(1.5, "gpu1"), _Actor(None, "held")]
     answers = await _answers(actors, cluster, first_wait_s=30.0)
     assert answers == ["gpu0", "gpu1", None]
+
+
+class _ClientRef:
+    """A Ray client's ObjectRef as asyncio sees it: awaiting it awaits a concurrent future that the
+    client's own thread completes (`ray.util.client.common.ClientObjectRef.__await__`)."""
+
+    def __init__(self) -> None:
+        self.ray_side: concurrent.futures.Future[object] = concurrent.futures.Future()
+
+    def __await__(self):
+        return asyncio.wrap_future(self.ray_side).__await__()
+
+
+@pytest.mark.parametrize("given_up_by", ["its time limit", "a cancelled caller"])
+async def test_a_ray_call_given_up_leaves_ray_s_own_future_alone(given_up_by):
+    """A call given up (a timed-out job, a revive loop ended at close) must not cancel the client's
+    future: when the connection ends, the client's thread sets every pending call's outcome, and on
+    a cancelled one it raised InvalidStateError with a traceback on stderr (seen in a CI run of the
+    cluster-goes-away test; in the TUI it lands on the screen)."""
+    from cuda_llm.engine.cluster.connection import ray_result
+
+    ref = _ClientRef()
+    if given_up_by == "its time limit":
+        with pytest.raises(TimeoutError):
+            await ray_result(ref, 0.05)
+    else:
+        waiting = asyncio.ensure_future(ray_result(ref, None))
+        await asyncio.sleep(0.05)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+    assert not ref.ray_side.cancelled()
+    ref.ray_side.set_exception(ConnectionError("the connection closed"))  # the client's thread, later
+    await asyncio.sleep(0.05)
