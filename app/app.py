@@ -233,8 +233,10 @@ class CudaLlmApp(App[int]):
 
     def on_telemetry_read(self, message: TelemetryRead) -> None:
         self.telemetry_sample = message.sample
-        if not self.screen_stack:  # a reading from the thread lands after the last screen went (the app
-            return  # is leaving), or before the first is up: the bar that comes up shows the sample kept
+        # The sampler's thread can post after the last screen went (the app leaving) or before the
+        # first is up: the sample is kept, and the bar that comes up shows it.
+        if not self.screen_stack:
+            return
         for bar in self.screen.query(TelemetryBar):
             bar.set_sample(message.sample)
 

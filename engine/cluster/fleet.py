@@ -161,11 +161,11 @@ async def start_fleet(
     worker_factory: WorkerFactory | None = None,
     model: str | None = None,
 ) -> Fleet:
-    """An actor on every GPU free now (of `model`, where Ray knows the GPUs' types), each with its
-    worker started and named after this process, so `ray list actors` shows which session holds
-    which GPU. Raises ClusterError when the cluster has no GPU to give, naming who holds them (at
-    once when other sessions' actors hold every GPU: a session never waits for another's GPUs), or
-    none of its GPUs can judge."""
+    """An actor on every GPU no other session holds (gpus_to_ask; of `model`, where Ray knows the
+    GPUs' types), those Ray places in time kept, each with its worker started and named after this
+    process, so `ray list actors` shows which session holds which GPU. Raises ClusterError when the
+    cluster has no GPU to give, naming who holds them (at once when other sessions' actors hold
+    every GPU: a session never waits for another's GPUs), or none of its GPUs can judge."""
     from ray import cloudpickle
 
     reaped = await asyncio.to_thread(reap_orphans)

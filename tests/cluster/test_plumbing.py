@@ -222,7 +222,8 @@ class _Call:
         async def call():
             if self.after is None:
                 await asyncio.Event().wait()  # never placed: a GPU another job holds
-            await asyncio.sleep(self.after)
+            else:
+                await asyncio.sleep(self.after)
             return self.answer
 
         return call()
