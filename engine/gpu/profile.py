@@ -21,6 +21,7 @@ from cuda_llm.engine.core.settings import ProfileSettings, ValidationSettings
 from cuda_llm.engine.gpu.device_compare import compare_on_device
 from cuda_llm.engine.gpu.driver import Context, CudaError, is_fatal
 from cuda_llm.engine.gpu.eager import EAGER_LABEL
+from cuda_llm.engine.gpu.expected_vault import ExpectedVault
 from cuda_llm.engine.gpu.harness import Harness
 from cuda_llm.engine.gpu.input_masters import InputMasters
 from cuda_llm.engine.gpu.levels import split_levels
@@ -138,11 +139,14 @@ class Profiler:
         settings: ProfileSettings,
         vsettings: ValidationSettings,
         inputs: InputMasters | None = None,
+        vault: ExpectedVault | None = None,
     ) -> None:
         """`inputs`: the worker's device copies of the inputs (engine/gpu/input_masters.py), copied
-        from instead of uploading the timing size's inputs for every job; without them, uploaded."""
+        from instead of uploading the timing size's inputs for every job; without them, uploaded.
+        `vault`: its copies of the expected values, for the state check (engine/gpu/expected_vault.py)."""
         self.ctx = ctx
         self.inputs = inputs
+        self.vault = vault
         self.info = info
         self.harness = harness
         self.refs = refs
@@ -328,6 +332,7 @@ class Profiler:
                 task.tolerance,
                 ref.rms_of(b.name),
                 self.vs.launch_timeout_s,
+                self.vault,
             )
             if wrong:
                 return (

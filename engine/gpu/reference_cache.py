@@ -107,6 +107,8 @@ class ReferenceCache:
             for arr in expected.values():
                 arr.setflags(write=False)
         scale = ref.error_scale(inputs, case) if with_expected else None
+        for arr in (scale or {}).values():
+            arr.setflags(write=False)  # like the expected values: the GPU worker may hold a copy by identity
         rms = {}
         if task.tolerance.scale == "rms":
             rms = {name: output_rms(arr.reshape(-1)) for name, arr in (expected or {}).items()}

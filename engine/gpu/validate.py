@@ -18,6 +18,7 @@ from cuda_llm.engine.core.settings import ValidationSettings
 from cuda_llm.engine.gpu.compare import HALF_POISON, INT_POISON, Mismatch, OutputComparison, compare_output
 from cuda_llm.engine.gpu.device_compare import compare_on_device
 from cuda_llm.engine.gpu.driver import Context, DeviceBuffer, allocated_bytes, is_fatal
+from cuda_llm.engine.gpu.expected_vault import ExpectedVault
 from cuda_llm.engine.gpu.input_masters import InputMasters
 from cuda_llm.engine.gpu.phases import PhaseClock
 from cuda_llm.engine.gpu.protocol import CaseReport, DeviceInfo, LaunchResources, ValidationReport
@@ -112,6 +113,7 @@ def run_case(
     phase: PhaseClock | None = None,
     binder: Binder | None = None,
     masters: dict[str, DeviceBuffer] | None = None,
+    vault: ExpectedVault | None = None,
 ) -> CaseOutcome:
     """Run one validation case twice and judge it. Raises PlanError, CudaError or KernelTimeout.
 
@@ -120,7 +122,8 @@ def run_case(
     reference (engine/gpu/device_compare.py). Only a failure brings outputs to the host, to be
     described element by element. `masters`: the case's inputs already on the device (checked
     unchanged: engine/gpu/input_masters.py), copied into the candidate's buffers and serving as the
-    copy its inputs are checked against; without them the inputs are uploaded and copied."""
+    copy its inputs are checked against; without them the inputs are uploaded and copied. `vault`:
+    the worker's device copies of the expected values (engine/gpu/expected_vault.py)."""
     phase = phase or PhaseClock()
     with phase("allocate"):
         bufs = BufferSet(ctx, task, case)
@@ -183,6 +186,7 @@ def run_case(
                     task.tolerance,
                     ref.rms_of(b.name),
                     timeout,
+                    vault,
                 )
             if passed is not None and same.get(b.name, True):
                 comparisons.append(passed)
@@ -284,10 +288,12 @@ def validate(
     settings: ValidationSettings,
     binder: Binder | None = None,
     inputs: InputMasters | None = None,
+    vault: ExpectedVault | None = None,
 ) -> ValidationReport:
     """Judge one loaded module. PlanError/CudaError/KernelTimeout propagate to the worker, which
-    turns them into a verdict (and restarts itself after a sticky error or a hang). `inputs`: the
-    worker's device copies of the cases' inputs, reused by every candidate."""
+    turns them into a verdict (and restarts itself after a sticky error or a hang). `inputs` and
+    `vault`: the worker's device copies of the cases' inputs and expected values, reused by every
+    candidate."""
     start = time.monotonic()
     phase = PhaseClock()
     funcs = ModuleFunctions(ctx, module) if binder is None else None
@@ -312,7 +318,7 @@ def validate(
                         key = (task.fingerprint, case.label, seed)
                         masters = inputs.get(key, ref.inputs, harness, settings.launch_timeout_s)
                 outcome = run_case(
-                    ctx, info, harness, funcs, task, plan, case, ref, label, settings, phase, binder, masters
+                    ctx, info, harness, funcs, task, plan, case, ref, label, settings, phase, binder, masters, vault
                 )
             except Exception as exc:
                 exc.case = label  # type: ignore[attr-defined]  # the worker names the case in its report

@@ -54,6 +54,7 @@ class WorkerState:
     def __init__(self, device_index: int, settings: Any) -> None:
         from cuda_llm.engine.compile import nvrtc_library
         from cuda_llm.engine.gpu.driver import Context
+        from cuda_llm.engine.gpu.expected_vault import EXPECTED_VAULT_SHARE, ExpectedVault
         from cuda_llm.engine.gpu.harness import Harness, compile_harness
         from cuda_llm.engine.gpu.input_masters import INPUT_MASTERS_SHARE, InputMasters
         from cuda_llm.engine.gpu.protocol import DeviceInfo
@@ -112,6 +113,8 @@ class WorkerState:
         self.refs = ReferenceCache(pinner=ctx)
         # The cases' inputs on the device, copied into each candidate's buffers (input_masters.py).
         self.inputs = InputMasters(ctx, int(self.info.memory_bytes * INPUT_MASTERS_SHARE))
+        # The expected values on the device too, in a context no candidate runs in (expected_vault.py).
+        self.vault = ExpectedVault.open(ctx, int(self.info.memory_bytes * EXPECTED_VAULT_SHARE))
         self.nvml = Nvml.open(self.info.pci_bus_id, device_index)
         # The physical DRAM limit: NVML's maximum memory clock and bus width where NVML answers
         # (CUDA 13 deprecates the driver's memory-clock attribute), else the driver's figures.
@@ -187,6 +190,7 @@ class WorkerState:
                 self.settings.profile,
                 self.settings.validation,
                 self.inputs,
+                self.vault,
             )
         return self._profiler
 
@@ -283,6 +287,7 @@ def handle_validate(state: WorkerState, req: Any):
             state.settings.validation,
             binder,
             state.inputs,
+            state.vault,
         )
     except LibraryError as exc:
         report = ValidationReport(verdict="launch_error", summary=str(exc))

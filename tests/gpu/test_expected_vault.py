@@ -1,0 +1,104 @@
+"""The vault that keeps the expected values on the GPU (engine/gpu/expected_vault.py): a kernel of the
+worker's context, where every candidate runs, cannot read what the vault holds; and a comparison
+whose expected values come from the vault reaches the same verdict as one that uploads them."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from cuda_llm.engine.gpu.device_compare import compare_on_device
+from cuda_llm.engine.gpu.expected_vault import ExpectedVault
+from cuda_llm.engine.gpu.harness import Harness, compile_harness
+from cuda_llm.engine.task.model import BufferSpec, Tolerance
+
+pytestmark = pytest.mark.gpu
+
+# In a process of its own: the fault it provokes leaves its context unusable.
+PEEK = textwrap.dedent(
+    """
+    import numpy as np
+    from cuda_llm.engine.compile.nvrtc import compile_in_process
+    from cuda_llm.engine.gpu.driver import Context, CudaError, pack_params
+    from cuda_llm.engine.gpu.expected_vault import SecondContext
+
+    ctx = Context(0)
+    arch = f"sm_{ctx.attribute('COMPUTE_CAPABILITY_MAJOR')}{ctx.attribute('COMPUTE_CAPABILITY_MINOR')}"
+    source = 'extern "C" __global__ void peek(const double* p, double* out) { out[0] = p[0]; }'
+    peek = ctx.function(ctx.load_module(compile_in_process(source, arch).cubin), "peek")
+    values = np.full(1024, 1234.5)
+    out, own = ctx.alloc(8), ctx.alloc(values.nbytes)
+
+    def read(ptr):
+        ctx.launch(peek, (1, 1, 1), (1, 1, 1), 0, pack_params([("ptr", ptr), ("ptr", out.ptr)]))
+        got = np.zeros(1)
+        ctx.download(out, got, 10.0)
+        return got[0]
+
+    ctx.upload(own, values)
+    print("own", read(own.ptr), flush=True)  # the kernel itself reads what its context holds
+    vault = SecondContext.create(ctx)
+    held = vault.put(values)
+    copied = ctx.alloc(values.nbytes)
+    vault.copy_out(ctx, copied, held, values.nbytes)
+    print("copied", read(copied.ptr), flush=True)  # and what the vault copied across
+    try:
+        print("vault", read(held), flush=True)
+    except CudaError as exc:
+        print("fault", exc.name, flush=True)
+    """
+)
+
+
+def test_a_kernel_in_the_worker_context_cannot_read_the_vault(gpu):
+    done = subprocess.run([sys.executable, "-c", PEEK], capture_output=True, text=True, timeout=120)
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["own 1234.5", "copied 1234.5"], done.stdout + done.stderr
+    assert len(lines) == 3 and lines[2].startswith("fault CUDA_ERROR_"), done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def harness(cuda_context):
+    ctx = cuda_context
+    major = ctx.attribute("COMPUTE_CAPABILITY_MAJOR")
+    minor = ctx.attribute("COMPUTE_CAPABILITY_MINOR")
+    return Harness.load(
+        ctx,
+        compile_harness(f"sm_{major}{minor}"),
+        l2_bytes=ctx.attribute("L2_CACHE_SIZE"),
+        flush_factor=1,
+        sm_count=ctx.attribute("MULTIPROCESSOR_COUNT"),
+        shared_optin=ctx.attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
+    )
+
+
+@pytest.mark.parametrize("tol", [Tolerance("abs", 1e-6, 1e-12), Tolerance("custom", 1e-5, 1e-30)])
+def test_a_comparison_from_the_vault_agrees_with_an_upload(harness, tol):
+    """Every element counted alike either way, for an output of several million elements with a tail,
+    and the vault puts each array there once however many comparisons use it."""
+    ctx = harness.ctx
+    vault = ExpectedVault.open(ctx, 2**30)
+    assert vault is not None, "the driver refused a second context on this GPU"
+    n = (3 << 20) + 5
+    rng = np.random.default_rng(7)
+    expected = rng.standard_normal(n)
+    scale = np.abs(rng.standard_normal(n)) + 1.0
+    for arr in (expected, scale):
+        arr.setflags(write=False)
+    host = expected.astype(np.float32)
+    wrong_at = np.unique(np.append(rng.choice(n, size=1000, replace=False), n - 1))  # the tail's last too
+    host[wrong_at] += 1.0
+    spec = BufferSpec("c", "float32", (str(n),), "output")
+    got = ctx.alloc(host.nbytes)
+    try:
+        ctx.upload(got, host)
+        counts = [
+            compare_on_device(ctx, harness, got, spec, expected, scale, tol, 0.0, 10.0, v)[0]
+            for v in (None, vault, vault)
+        ]
+    finally:
+        ctx.free(got)
+    assert counts == [wrong_at.size] * 3
+    assert vault.uploads == (2 if tol.scale == "custom" else 1)
