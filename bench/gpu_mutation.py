@@ -100,10 +100,26 @@ def function_of(name: str) -> str:
     return name.rsplit("__mutmut_", 1)[0]
 
 
+def _function_in(module, name: str, cls: str | None):
+    """The top-level function `name`, or the method `name` of class `cls`. (mutmut's own finder takes
+    the first method of that name in any class: with two classes that both have an __init__, the
+    second one's mutants were written over the first's.)"""
+    import libcst as cst
+
+    for child in module.body:
+        if cls is None and isinstance(child, cst.FunctionDef) and child.name.value == name:
+            return child
+        if cls is not None and isinstance(child, cst.ClassDef) and child.name.value == cls:
+            for method in child.body.body:
+                if isinstance(method, cst.FunctionDef) and method.name.value == name:
+                    return method
+    return None
+
+
 def make_mutants(path: str, text: str) -> list[Mutant]:
     """Every mutant mutmut makes of one file, as line patches of the file."""
     import libcst as cst
-    from mutmut.mutation.diff_apply import find_top_level_function_or_method, read_mutant_function
+    from mutmut.mutation.diff_apply import read_mutant_function
     from mutmut.mutation.file_mutation import mutate_file_contents
     from mutmut.utils.format_utils import orig_function_and_class_names_from_key
 
@@ -114,9 +130,9 @@ def make_mutants(path: str, text: str) -> list[Mutant]:
     digest = hashlib.sha256(text.encode()).hexdigest()
     out = []
     for name in mutated.mutant_names:
-        function_name, _cls = orig_function_and_class_names_from_key(name)
+        function_name, cls = orig_function_and_class_names_from_key(name)
         function_name = function_name.rpartition(".")[-1]
-        target = find_top_level_function_or_method(original, function_name)
+        target = _function_in(original, function_name, cls)
         if target is None:
             raise ValueError(f"{path}: no function {function_name} for {name}")
         replacement = read_mutant_function(generated, name).with_changes(name=cst.Name(function_name))
