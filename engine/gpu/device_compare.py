@@ -1,12 +1,11 @@
 """Judge an output against the reference on the GPU, without bringing it to the host.
 
-The float64 reference (and a custom tolerance's scale) is copied into buffers that exist only for the
-comparison, from the worker's vault (engine/gpu/expected_vault.py: another context, which no kernel of
-the worker's context can address) or else from the host: no candidate kernel runs while they are in
-the worker's context, and they are wiped before they are freed, so a kernel can never find the
-expected values in memory and copy them. Only four counters come back. An output that passes is
-fully judged this way; one that fails is downloaded and compared on the host, which also finds the
-first mismatches and the shape of the failure.
+The float64 reference (and a custom tolerance's scale) is on the device only while the comparison
+runs: lent by the worker's vault (engine/gpu/expected_vault.py: device memory that has an address only
+then), or else uploaded into a buffer that is wiped before it is freed. No candidate kernel runs
+meanwhile, so a kernel can never find the expected values in memory and copy them. Only four counters
+come back. An output that passes is fully judged this way; one that fails is downloaded and compared
+on the host, which also finds the first mismatches and the shape of the failure.
 """
 
 from __future__ import annotations
@@ -35,35 +34,45 @@ def compare_on_device(
     """(wrong elements, the comparison when nothing is wrong). `rms` is the output's RMS for the "rms"
     rule (ReferenceCase.rms, computed once). With wrong elements the caller downloads `got` and
     describes the failure with compare_output(). `vault`: the worker's device copies of the expected
-    values; without it (or when it cannot hold them) they are uploaded."""
+    values, mapped for this comparison only; without it (or when it cannot hold them) they are
+    uploaded."""
     exp64 = np.ascontiguousarray(expected, dtype=np.float64).reshape(-1)
     uploaded: list[DeviceBuffer] = []
+    lent: list[object] = []
 
-    def wipe_and_free() -> None:
+    def on_device(key: np.ndarray, values: np.ndarray) -> DeviceBuffer:
+        if vault is not None:
+            mapped = vault.lend(key, values)
+            if mapped is not None:
+                lent.append(mapped[0])
+                return mapped[1]
+        buf = ctx.alloc(values.nbytes)
+        uploaded.append(buf)
+        ctx.upload(buf, values)
+        return buf
+
+    def put_away() -> None:
         for buf in uploaded:
             ctx.zero(buf.ptr, buf.nbytes)
-        ctx.wait(timeout_s)  # wiped before the memory can go to anyone else
+        ctx.wait(timeout_s)  # wiped (and the vault's copies read) before anything else can run
         for buf in uploaded:
             ctx.free(buf)
+        for handle in lent:
+            vault.give_back(handle)  # type: ignore[union-attr]  # lent only by a vault
 
     try:
-        exp_dev = ctx.alloc(exp64.nbytes)
-        uploaded.append(exp_dev)
-        if vault is None or not vault.copy_into(ctx, exp_dev, expected, exp64):
-            ctx.upload(exp_dev, exp64)
+        # The candidate's kernels have finished before any expected value is on the device.
+        ctx.wait(timeout_s)
+        exp_dev = on_device(expected, exp64)
         scale_dev = None
         if tol.scale == "custom" and scale is not None:
-            scale64 = np.ascontiguousarray(scale, dtype=np.float64).reshape(-1)
-            scale_dev = ctx.alloc(scale64.nbytes)
-            uploaded.append(scale_dev)
-            if vault is None or not vault.copy_into(ctx, scale_dev, scale, scale64):
-                ctx.upload(scale_dev, scale64)
+            scale_dev = on_device(scale, np.ascontiguousarray(scale, dtype=np.float64).reshape(-1))
         result = harness.compare(got, spec.dtype, exp64.size, exp_dev, scale_dev, tol, rms, timeout_s)
     except BaseException as exc:
         if not is_fatal(exc):  # a dead context frees nothing
-            wipe_and_free()
+            put_away()
         raise
-    wipe_and_free()
+    put_away()
     if result.wrong:
         return result.wrong, None
     return 0, OutputComparison(

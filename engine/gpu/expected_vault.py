@@ -1,18 +1,18 @@
-"""The float64 reference outputs kept on the GPU where no candidate kernel can reach them (worker side).
+"""The float64 reference outputs kept on the GPU, mapped into the address space only while a comparison
+reads them (worker side).
 
 Every comparison needs a case's expected values on the device (engine/gpu/device_compare.py), and no
-candidate kernel may ever find them there: they are in the worker's context only while the comparison
-runs, and are wiped before the next candidate does. Uploaded from the host for every comparison,
-vector_add's timing size moved 268 MB across PCIe each time (about 5 ms on an H200), the largest phase
-of a validation and of the timing's state check, and it does not split across GPUs that share a PCIe
-switch.
+candidate kernel may ever find them there. Uploaded from the host for every comparison and wiped after
+it, vector_add's timing size moved 268 MB across PCIe each time (about 5 ms on an H200): the largest
+phase of the timing's state check, which runs every candidate again and compares it.
 
-The vault is a second CUDA context on the same GPU that holds a copy of each case's expected values. A
-context is an address space of its own: a pointer into the vault means nothing in the worker's context,
-the only one a candidate's kernel (or a library or PyTorch program) ever runs in. A comparison copies
-the values across on the device (a fraction of a millisecond) into a buffer of the worker's context,
-wiped after the comparison as before. tests/gpu/test_expected_vault.py shows a kernel that reads a
-vault address faulting.
+The vault keeps each case's expected values in device memory that has no address while no comparison
+runs: physical memory from the driver's virtual memory management (cuMemCreate), mapped at a reserved
+address range for the comparison (cuMemMap, cuMemSetAccess) and unmapped right after it (cuMemUnmap). A
+kernel that reads the range while it is unmapped faults like one that reads freed memory; no candidate
+runs while it is mapped. Putting the values in a second CUDA context was tried first and does not hide
+them: the contexts of one process share an address space (tests/gpu/test_expected_vault.py reads a
+second context's memory from a kernel of the first, and shows an unmapped vault range faulting).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from cuda.bindings import driver as cu
@@ -33,72 +33,107 @@ EXPECTED_VAULT_SHARE = 0.05
 
 
 class VaultMemory(Protocol):
-    """Where the vault keeps its copies: device memory no candidate's context can address."""
+    """Where the vault keeps its copies: device memory with no address until it is mapped."""
 
-    def put(self, values: np.ndarray) -> int:
-        """A copy of `values` (contiguous), its address in the vault's memory."""
+    def put(self, values: np.ndarray) -> Any:
+        """A copy of `values` (contiguous), left unmapped; returns its handle."""
         ...
 
-    def drop(self, ptr: int, nbytes: int) -> None:
-        """Wipe and free a copy."""
+    def drop(self, handle: Any) -> None:
+        """Wipe a copy and give its memory back."""
         ...
 
-    def copy_out(self, ctx: Context, dst: DeviceBuffer, ptr: int, nbytes: int) -> None:
-        """Copy a held copy into `dst` of the worker's context, ordered on its stream."""
+    def map(self, handle: Any) -> DeviceBuffer:
+        """The copy at an address kernels of the worker's context can read, until unmap."""
+        ...
+
+    def unmap(self, handle: Any) -> None:
+        """No address for the copy any more. The caller has waited for whatever read it."""
         ...
 
 
-class SecondContext:
-    """VaultMemory on a CUDA context of its own on the worker's GPU, created beside the worker's
-    (primary) context and current only for the vault's own calls."""
+@dataclass
+class _Range:
+    """One copy: its physical memory and the address range reserved for it."""
 
-    def __init__(self, handle: object) -> None:
-        self.handle = handle
+    memory: Any  # CUmemGenericAllocationHandle
+    va: int
+    size: int  # rounded up to the allocation granularity
+    nbytes: int
+    mapped: bool = False
 
-    @classmethod
-    def create(cls, ctx: Context) -> SecondContext:
-        handle = check(cu.cuCtxCreate(None, 0, ctx.device), "cuCtxCreate")
-        # cuCtxCreate makes the new context current; the worker's own goes back on top.
-        check(cu.cuCtxPopCurrent(), "cuCtxPopCurrent")
-        return cls(handle)
 
-    def _enter(self) -> None:
-        check(cu.cuCtxPushCurrent(self.handle), "cuCtxPushCurrent")
+class UnmappedMemory:
+    """VaultMemory from the driver's virtual memory management, on the worker's device."""
 
-    def _leave(self) -> None:
-        check(cu.cuCtxPopCurrent(), "cuCtxPopCurrent")
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.prop = cu.CUmemAllocationProp()
+        self.prop.type = cu.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+        self.prop.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+        self.prop.location.id = ctx.index
+        self.access = cu.CUmemAccessDesc()
+        self.access.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+        self.access.location.id = ctx.index
+        self.access.flags = cu.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+        flag = cu.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_RECOMMENDED
+        self.granularity = int(
+            check(cu.cuMemGetAllocationGranularity(self.prop, flag), "cuMemGetAllocationGranularity")
+        )
 
-    def put(self, values: np.ndarray) -> int:
-        self._enter()
+    def put(self, values: np.ndarray) -> _Range:
+        size = -(-max(values.nbytes, 1) // self.granularity) * self.granularity
+        memory = check(cu.cuMemCreate(size, self.prop, 0), "cuMemCreate")
         try:
-            ptr = int(check(cu.cuMemAlloc(max(values.nbytes, 1)), "cuMemAlloc"))
+            va = int(check(cu.cuMemAddressReserve(size, self.granularity, 0, 0), "cuMemAddressReserve"))
+        except BaseException:
+            cu.cuMemRelease(memory)
+            raise
+        held = _Range(memory, va, size, values.nbytes)
+        try:
+            self._map(held)
             try:
-                check(cu.cuMemcpyHtoD(ptr, values.ctypes.data, values.nbytes), "cuMemcpyHtoD")
-            except BaseException:
-                cu.cuMemFree(ptr)
-                raise
-            return ptr
-        finally:
-            self._leave()
+                check(cu.cuMemcpyHtoD(va, values.ctypes.data, values.nbytes), "cuMemcpyHtoD")
+            finally:
+                self.unmap(held)
+        except BaseException:
+            self._release(held)
+            raise
+        return held
 
-    def drop(self, ptr: int, nbytes: int) -> None:
-        self._enter()
+    def drop(self, handle: _Range) -> None:
+        # Physical memory given back can come to the worker's own next allocation, unscrubbed.
+        self._map(handle)
         try:
-            # Freed memory can come back to the worker's context in this same process, unscrubbed.
-            check(cu.cuMemsetD8(ptr, 0, max(nbytes, 1)), "cuMemsetD8")
+            check(cu.cuMemsetD8(handle.va, 0, handle.size), "cuMemsetD8")
             check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
-            check(cu.cuMemFree(ptr), "cuMemFree")
         finally:
-            self._leave()
+            self.unmap(handle)
+            self._release(handle)
 
-    def copy_out(self, ctx: Context, dst: DeviceBuffer, ptr: int, nbytes: int) -> None:
-        check(cu.cuMemcpyPeerAsync(dst.ptr, ctx.ctx, ptr, self.handle, nbytes, ctx.stream), "cuMemcpyPeerAsync")
+    def map(self, handle: _Range) -> DeviceBuffer:
+        self._map(handle)
+        return DeviceBuffer(handle.va, handle.nbytes)
+
+    def unmap(self, handle: _Range) -> None:
+        if handle.mapped:
+            check(cu.cuMemUnmap(handle.va, handle.size), "cuMemUnmap")
+            handle.mapped = False
+
+    def _map(self, handle: _Range) -> None:
+        check(cu.cuMemMap(handle.va, handle.size, 0, handle.memory, 0), "cuMemMap")
+        handle.mapped = True
+        check(cu.cuMemSetAccess(handle.va, handle.size, [self.access], 1), "cuMemSetAccess")
+
+    def _release(self, handle: _Range) -> None:
+        cu.cuMemAddressFree(handle.va, handle.size)
+        cu.cuMemRelease(handle.memory)
 
 
 @dataclass
 class _Held:
     owner: weakref.ref[np.ndarray]
-    ptr: int
+    handle: Any
     nbytes: int
 
 
@@ -116,10 +151,11 @@ class ExpectedVault:
 
     @classmethod
     def open(cls, ctx: Context, budget_bytes: int) -> ExpectedVault | None:
-        """A vault on `ctx`'s GPU, or None when the driver will not create a second context there (the
+        """A vault on `ctx`'s GPU, or None where the driver has no virtual memory management (the
         comparisons then upload from the host, as they did before the vault)."""
         try:
-            return cls(SecondContext.create(ctx), budget_bytes)
+            supported = ctx.attribute("VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED")
+            return cls(UnmappedMemory(ctx), budget_bytes) if supported else None
         except CudaError:
             return None
 
@@ -127,18 +163,19 @@ class ExpectedVault:
     def held_bytes(self) -> int:
         return self._bytes
 
-    def copy_into(self, ctx: Context, dst: DeviceBuffer, key: np.ndarray, values: np.ndarray) -> bool:
-        """Fill `dst` with `values` (the float64, contiguous form of `key`) from the vault, putting them
-        there first if need be. False when they cannot be kept within the budget: the caller uploads."""
+    def lend(self, key: np.ndarray, values: np.ndarray) -> tuple[Any, DeviceBuffer] | None:
+        """`values` (the float64, contiguous form of `key`) mapped for a comparison, putting them in the
+        vault first if need be: (the handle to give back, the buffer). None when they cannot be kept
+        within the budget: the caller uploads them itself."""
         if key.flags.writeable:
-            return False  # an array that may change under the same identity is never held
+            return None  # an array that may change under the same identity is never held
         held = self._held.get(id(key))
         if held is not None and held.owner() is not key:
             self._drop(id(key))  # the id of an array that is gone, reused
             held = None
         if held is None:
             if values.nbytes > self.budget_bytes:
-                return False
+                return None
             for k in [k for k, h in self._held.items() if h.owner() is None]:
                 self._drop(k)
             while self._held and self._bytes + values.nbytes > self.budget_bytes:
@@ -149,11 +186,13 @@ class ExpectedVault:
             self.uploads += 1
         else:
             self._held.move_to_end(id(key))
-        if held.nbytes:
-            self.memory.copy_out(ctx, dst, held.ptr, held.nbytes)
-        return True
+        return held.handle, self.memory.map(held.handle)
+
+    def give_back(self, handle: Any) -> None:
+        """Unmap what lend() mapped, once the comparison that read it has finished."""
+        self.memory.unmap(handle)
 
     def _drop(self, key_id: int) -> None:
         held = self._held.pop(key_id)
         self._bytes -= held.nbytes
-        self.memory.drop(held.ptr, held.nbytes)
+        self.memory.drop(held.handle)

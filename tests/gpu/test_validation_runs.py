@@ -288,7 +288,7 @@ def test_a_second_candidate_of_a_task_uploads_no_input(gpu, monkeypatch):
 
     try:
         assert handle_validate(state, request).result.verdict == "correct"
-        assert state.vault is not None, "the driver refused the vault's context on this GPU"
+        assert state.vault is not None, "no vault on this GPU (the driver has no virtual memory management)"
         held = state.vault.uploads
         monkeypatch.setattr(state.ctx, "upload", counted)
         assert handle_validate(state, request).result.verdict == "correct"
