@@ -113,3 +113,29 @@ def test_a_comparison_from_the_vault_agrees_with_an_upload(harness, tol):
         ctx.free(got)
     assert counts == [wrong_at.size] * 3
     assert vault.uploads == (2 if tol.scale == "custom" else 1)
+
+
+def test_a_vault_with_room_for_one_copy_keeps_every_comparison_right(harness):
+    """Each array pushes the other out (wiped, its memory given back) and is put there again when it
+    comes back: the counts stay those of an upload."""
+    ctx = harness.ctx
+    n = (1 << 20) + 3
+    rng = np.random.default_rng(11)
+    arrays = [rng.standard_normal(n), rng.standard_normal(n)]
+    for arr in arrays:
+        arr.setflags(write=False)
+    vault = ExpectedVault.open(ctx, arrays[0].nbytes)
+    assert vault is not None, "no vault on this GPU (the driver has no virtual memory management)"
+    tol = Tolerance("abs", 1e-6, 1e-12)
+    spec = BufferSpec("c", "float32", (str(n),), "output")
+    got = ctx.alloc(n * 4)
+    try:
+        ctx.upload(got, arrays[0].astype(np.float32))
+        counts = [
+            compare_on_device(ctx, harness, got, spec, arrays[i], None, tol, 0.0, 10.0, vault)[0] for i in (0, 1, 0, 1)
+        ]
+        uploaded = compare_on_device(ctx, harness, got, spec, arrays[1], None, tol, 0.0, 10.0)[0]
+    finally:
+        ctx.free(got)
+    assert counts == [0, uploaded, 0, uploaded] and uploaded > n // 2
+    assert vault.uploads == 4 and vault.held_bytes == arrays[0].nbytes
