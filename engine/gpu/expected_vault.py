@@ -67,7 +67,6 @@ class UnmappedMemory:
     """VaultMemory from the driver's virtual memory management, on the worker's device."""
 
     def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
         self.prop = cu.CUmemAllocationProp()
         self.prop.type = cu.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
         self.prop.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
@@ -87,17 +86,20 @@ class UnmappedMemory:
         try:
             va = int(check(cu.cuMemAddressReserve(size, self.granularity, 0, 0), "cuMemAddressReserve"))
         except BaseException:
-            cu.cuMemRelease(memory)
+            cu.cuMemRelease(memory)  # quietly: the first error is the one to report
             raise
         held = _Range(memory, va, size, values.nbytes)
         try:
             self._map(held)
             try:
                 check(cu.cuMemcpyHtoD(va, values.ctypes.data, values.nbytes), "cuMemcpyHtoD")
+                # From pageable memory the copy returns before its DMA is done: unmapped under it, the
+                # copy faults (seen on an H200) and takes the worker's context down with it.
+                check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
             finally:
                 self.unmap(held)
         except BaseException:
-            self._release(held)
+            self._release(held, quiet=True)
             raise
         return held
 
@@ -125,9 +127,11 @@ class UnmappedMemory:
         handle.mapped = True
         check(cu.cuMemSetAccess(handle.va, handle.size, [self.access], 1), "cuMemSetAccess")
 
-    def _release(self, handle: _Range) -> None:
-        cu.cuMemAddressFree(handle.va, handle.size)
-        cu.cuMemRelease(handle.memory)
+    def _release(self, handle: _Range, quiet: bool = False) -> None:
+        freed = cu.cuMemAddressFree(handle.va, handle.size), cu.cuMemRelease(handle.memory)
+        if not quiet:
+            for result, call in zip(freed, ("cuMemAddressFree", "cuMemRelease"), strict=True):
+                check(result, call)
 
 
 @dataclass

@@ -52,7 +52,7 @@ PEEK = textwrap.dedent(
     values = np.full(1024, 1234.5)
     values.setflags(write=False)
     handle, buf = vault.lend(values, values)
-    print("lent", read(buf.ptr), flush=True)
+    print("lent", read(buf.ptr), buf.nbytes, flush=True)
     vault.give_back(handle)
     try:
         print("given back", read(buf.ptr), flush=True)
@@ -66,7 +66,7 @@ def test_a_kernel_cannot_read_the_vault_but_while_a_comparison_does(gpu):
     done = subprocess.run([sys.executable, "-c", PEEK], capture_output=True, text=True, timeout=120)
     print(done.stdout)
     lines = [line for line in done.stdout.splitlines() if not line.startswith("second context")]
-    assert lines[:1] == ["lent 1234.5"], done.stdout + done.stderr
+    assert lines[:1] == ["lent 1234.5 8192"], done.stdout + done.stderr
     assert len(lines) == 2 and lines[1].startswith("given back fault CUDA_ERROR_"), done.stdout + done.stderr
 
 
