@@ -64,3 +64,20 @@ def test_a_same_size_mutant_written_in_the_same_second_is_what_a_new_process_imp
     assert imported() == "2"
     write_fresh(tmp_path / "m.py", "X = 1\n", 1_000_000_002)
     assert imported() == "1"
+
+
+def test_a_method_s_mutant_patches_the_method_of_its_own_class():
+    """Two classes with an __init__ each: the second class's mutant must not land in the first's."""
+    cst = pytest.importorskip("libcst")
+    from bench.gpu_mutation import _function_in
+
+    module = cst.parse_module(
+        "class A:\n    def __init__(self):\n        self.a = 1\n\n"
+        "class B:\n    def __init__(self):\n        self.b = 2\n\n"
+        "def __init__():\n    pass\n"
+    )
+    found = _function_in(module, "__init__", "B")
+    assert found is not None and "self.b = 2" in module.code_for_node(found)
+    top = _function_in(module, "__init__", None)
+    assert top is not None and "pass" in module.code_for_node(top)
+    assert _function_in(module, "__init__", "C") is None
