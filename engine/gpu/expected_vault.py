@@ -184,7 +184,13 @@ class ExpectedVault:
                 self._drop(k)
             while self._held and self._bytes + values.nbytes > self.budget_bytes:
                 self._drop(next(iter(self._held)))
-            held = _Held(weakref.ref(key), self.memory.put(values), values.nbytes)
+            try:
+                handle = self.memory.put(values)
+            except CudaError as exc:
+                if exc.sticky:
+                    raise
+                return None  # out of device memory, say: the comparison uploads, as without a vault
+            held = _Held(weakref.ref(key), handle, values.nbytes)
             self._held[id(key)] = held
             self._bytes += held.nbytes
             self.uploads += 1

@@ -11,7 +11,7 @@ import gc
 import numpy as np
 import pytest
 
-from cuda_llm.engine.gpu.driver import DeviceBuffer
+from cuda_llm.engine.gpu.driver import CudaError, DeviceBuffer
 from cuda_llm.engine.gpu.expected_vault import ExpectedVault
 
 
@@ -24,8 +24,11 @@ class FakeVaultMemory:
         self.next_handle = 1
         self.puts = 0
         self.dropped: list[bytes] = []  # what each dropped copy held when it was freed
+        self.refuse: CudaError | None = None  # what the next put raises
 
     def put(self, values: np.ndarray) -> int:
+        if self.refuse is not None:
+            raise self.refuse
         handle, self.next_handle = self.next_handle, self.next_handle + 1
         self.held[handle] = bytearray(values.tobytes())
         self.puts += 1
@@ -154,3 +157,24 @@ def test_a_new_array_under_the_id_of_one_that_is_gone_gets_its_own_copy() -> Non
         pytest.skip("no new array took the freed one's address")
     assert lend_and_read(vault, mem, new) == new.tobytes()
     assert mem.puts == 2 and vault.held_bytes == 32 and len(mem.dropped) == 1
+
+
+def test_a_copy_the_device_has_no_memory_for_is_uploaded_by_the_caller() -> None:
+    mem = FakeVaultMemory()
+    vault = ExpectedVault(mem, budget_bytes=2**20)
+    arr = frozen(np.ones(8))
+    mem.refuse = CudaError("CUDA_ERROR_OUT_OF_MEMORY", "cuMemCreate")
+    assert vault.lend(arr, arr) is None
+    assert vault.held_bytes == 0 and vault.uploads == 0
+    mem.refuse = None
+    assert lend_and_read(vault, mem, arr) == arr.tobytes()
+
+
+def test_a_sticky_error_while_putting_a_copy_is_not_swallowed() -> None:
+    """After an unrecoverable error the worker must report and restart, not carry on uploading."""
+    mem = FakeVaultMemory()
+    vault = ExpectedVault(mem, budget_bytes=2**20)
+    arr = frozen(np.ones(8))
+    mem.refuse = CudaError("CUDA_ERROR_ILLEGAL_ADDRESS", "cuMemcpyHtoD")
+    with pytest.raises(CudaError):
+        vault.lend(arr, arr)
