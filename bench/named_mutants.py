@@ -114,7 +114,8 @@ def write_fresh(path: Path, text: str, stamp: int) -> None:
 
 def checkout_copy(dest: Path) -> None:
     """The checkout's files as they are now (tracked and untracked, not ignored), without .git; where
-    there is no git (a copy of the tree on a GPU machine), the whole tree less caches and wheels."""
+    git lists nothing (a copy of the tree on a GPU machine without .git, or an archive of an older
+    commit unpacked in an ignored folder), the whole tree less caches and wheels."""
     try:
         listed = subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -123,6 +124,8 @@ def checkout_copy(dest: Path) -> None:
             check=True,
         ).stdout.split(b"\0")
     except (OSError, subprocess.CalledProcessError):
+        listed = []
+    if not any(listed):  # no git, or a tree inside another checkout's ignored folder (an old commit's archive)
         skip = shutil.ignore_patterns(".git", ".venv", ".device-wheels", "__pycache__", "*.egg-info", ".*cache")
         shutil.copytree(ROOT, dest, ignore=skip)
         return

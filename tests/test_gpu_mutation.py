@@ -81,3 +81,18 @@ def test_a_method_s_mutant_patches_the_method_of_its_own_class():
     top = _function_in(module, "__init__", None)
     assert top is not None and "pass" in module.code_for_node(top)
     assert _function_in(module, "__init__", "C") is None
+
+
+def test_a_tree_in_an_ignored_folder_of_a_checkout_is_copied_whole(tmp_path, monkeypatch):
+    """An older commit's archive unpacked under an ignored folder: git lists none of its files, and
+    the copy of the checkout each slot runs in must not come out empty."""
+    import bench.named_mutants as named_mutants
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("old/\n")
+    old = tmp_path / "old"
+    (old / "engine").mkdir(parents=True)
+    (old / "engine" / "m.py").write_text("x = 1\n")
+    monkeypatch.setattr(named_mutants, "ROOT", old)
+    named_mutants.checkout_copy(tmp_path / "slot0")
+    assert (tmp_path / "slot0" / "engine" / "m.py").read_text() == "x = 1\n"
