@@ -10,6 +10,9 @@ on the host, which also finds the first mismatches and the shape of the failure.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import numpy as np
 
 from cuda_llm.engine.gpu.compare import OutputComparison
@@ -38,13 +41,13 @@ def compare_on_device(
     uploaded."""
     exp64 = np.ascontiguousarray(expected, dtype=np.float64).reshape(-1)
     uploaded: list[DeviceBuffer] = []
-    lent: list[object] = []
+    give_back: list[Callable[[], None]] = []  # for each copy the vault lent
 
     def on_device(key: np.ndarray, values: np.ndarray) -> DeviceBuffer:
         if vault is not None:
             mapped = vault.lend(key, values)
             if mapped is not None:
-                lent.append(mapped[0])
+                give_back.append(partial(vault.give_back, mapped[0]))
                 return mapped[1]
         buf = ctx.alloc(values.nbytes)
         uploaded.append(buf)
@@ -57,8 +60,8 @@ def compare_on_device(
         ctx.wait(timeout_s)  # wiped (and the vault's copies read) before anything else can run
         for buf in uploaded:
             ctx.free(buf)
-        for handle in lent:
-            vault.give_back(handle)  # type: ignore[union-attr]  # lent only by a vault
+        for unmap in give_back:
+            unmap()
 
     try:
         # The candidate's kernels have finished before any expected value is on the device.

@@ -10,9 +10,9 @@ The vault keeps each case's expected values in device memory that has no address
 runs: physical memory from the driver's virtual memory management (cuMemCreate), mapped at a reserved
 address range for the comparison (cuMemMap, cuMemSetAccess) and unmapped right after it (cuMemUnmap). A
 kernel that reads the range while it is unmapped faults like one that reads freed memory; no candidate
-runs while it is mapped. Putting the values in a second CUDA context was tried first and does not hide
-them: the contexts of one process share an address space (tests/gpu/test_expected_vault.py reads a
-second context's memory from a kernel of the first, and shows an unmapped vault range faulting).
+runs while it is mapped (tests/gpu/test_expected_vault.py shows an unmapped range faulting). Putting
+the values in a second CUDA context was tried first and does not hide them: on an H200 a kernel of one
+context of a process read the memory of another (docs/runs/s14/b-2xh200-vault-ab).
 """
 
 from __future__ import annotations
@@ -128,10 +128,11 @@ class UnmappedMemory:
         check(cu.cuMemSetAccess(handle.va, handle.size, [self.access], 1), "cuMemSetAccess")
 
     def _release(self, handle: _Range, quiet: bool = False) -> None:
-        freed = cu.cuMemAddressFree(handle.va, handle.size), cu.cuMemRelease(handle.memory)
+        address = cu.cuMemAddressFree(handle.va, handle.size)
+        memory = cu.cuMemRelease(handle.memory)  # whatever the first call said: nothing is kept
         if not quiet:
-            for result, call in zip(freed, ("cuMemAddressFree", "cuMemRelease"), strict=True):
-                check(result, call)
+            check(address, "cuMemAddressFree")
+            check(memory, "cuMemRelease")
 
 
 @dataclass
@@ -150,7 +151,6 @@ class ExpectedVault:
         self.memory = memory
         self.budget_bytes = budget_bytes
         self._held: OrderedDict[int, _Held] = OrderedDict()
-        self._bytes = 0
         self.uploads = 0  # copies put in the vault
 
     @classmethod
@@ -165,7 +165,7 @@ class ExpectedVault:
 
     @property
     def held_bytes(self) -> int:
-        return self._bytes
+        return sum(h.nbytes for h in self._held.values())
 
     def lend(self, key: np.ndarray, values: np.ndarray) -> tuple[Any, DeviceBuffer] | None:
         """`values` (the float64, contiguous form of `key`) mapped for a comparison, putting them in the
@@ -182,7 +182,7 @@ class ExpectedVault:
                 return None
             for k in [k for k, h in self._held.items() if h.owner() is None]:
                 self._drop(k)
-            while self._held and self._bytes + values.nbytes > self.budget_bytes:
+            while self._held and self.held_bytes + values.nbytes > self.budget_bytes:
                 self._drop(next(iter(self._held)))
             try:
                 handle = self.memory.put(values)
@@ -192,7 +192,6 @@ class ExpectedVault:
                 return None  # out of device memory, say: the comparison uploads, as without a vault
             held = _Held(weakref.ref(key), handle, values.nbytes)
             self._held[id(key)] = held
-            self._bytes += held.nbytes
             self.uploads += 1
         else:
             self._held.move_to_end(id(key))
@@ -203,6 +202,4 @@ class ExpectedVault:
         self.memory.unmap(handle)
 
     def _drop(self, key_id: int) -> None:
-        held = self._held.pop(key_id)
-        self._bytes -= held.nbytes
-        self.memory.drop(held.handle)
+        self.memory.drop(self._held.pop(key_id).handle)

@@ -8,26 +8,10 @@ import pytest
 
 from cuda_llm.engine.gpu.compare import INT_POISON, compare_output, output_rms, poison_bits
 from cuda_llm.engine.gpu.driver import BUFFER_ALIGNMENT
-from cuda_llm.engine.gpu.harness import Harness, compile_harness
 from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import Tolerance
 
 pytestmark = pytest.mark.gpu
-
-
-@pytest.fixture(scope="module")
-def harness(cuda_context):
-    ctx = cuda_context
-    major = ctx.attribute("COMPUTE_CAPABILITY_MAJOR")
-    minor = ctx.attribute("COMPUTE_CAPABILITY_MINOR")
-    return Harness.load(
-        ctx,
-        compile_harness(f"sm_{major}{minor}"),
-        l2_bytes=ctx.attribute("L2_CACHE_SIZE"),
-        flush_factor=1,
-        sm_count=ctx.attribute("MULTIPROCESSOR_COUNT"),
-        shared_optin=ctx.attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
-    )
 
 
 @pytest.mark.parametrize("nbytes", [1, 15, 16, 17, 4096 + 3, (64 << 20) + 7])

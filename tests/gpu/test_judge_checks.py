@@ -8,28 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cuda_llm.engine.gpu.harness import Harness, compile_harness
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.model import Tolerance
 
 pytestmark = pytest.mark.gpu
 
 RTOL = 1e-4  # far above fp32's rounding, so 0.5x and 1.5x of the bound are what the data says
-
-
-@pytest.fixture(scope="module")
-def harness(cuda_context):
-    ctx = cuda_context
-    major = ctx.attribute("COMPUTE_CAPABILITY_MAJOR")
-    minor = ctx.attribute("COMPUTE_CAPABILITY_MINOR")
-    return Harness.load(
-        ctx,
-        compile_harness(f"sm_{major}{minor}"),
-        l2_bytes=ctx.attribute("L2_CACHE_SIZE"),
-        flush_factor=1,
-        sm_count=ctx.attribute("MULTIPROCESSOR_COUNT"),
-        shared_optin=ctx.attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
-    )
 
 
 @pytest.mark.parametrize("scale", ["abs", "rms"])
