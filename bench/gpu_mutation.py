@@ -86,6 +86,9 @@ class Mutant:
     function: str  # the key without the mutant number
     original_sha256: str  # of the file the patch applies to
     hunks: tuple[tuple[int, int, tuple[str, ...]], ...]  # lines [start, end) replaced by these
+    # Of the unmutated function's source: a mutant of a function that did not change since another
+    # version's run is the same mutant, and that run's verdict stands for it (`--done-at`).
+    function_sha256: str = ""
 
     def apply_to(self, text: str) -> str:
         if hashlib.sha256(text.encode()).hexdigest() != self.original_sha256:
@@ -141,7 +144,10 @@ def make_mutants(path: str, text: str) -> list[Mutant]:
         hunks = tuple(
             (i1, i2, tuple(new_lines[j1:j2])) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"
         )
-        out.append(Mutant(name, path, function_of(name), digest, hunks))
+        # the blank lines and comments above a function belong to its node in libcst: not to its source
+        source = original.code_for_node(target.with_changes(leading_lines=()))
+        function_digest = hashlib.sha256(source.encode()).hexdigest()
+        out.append(Mutant(name, path, function_of(name), digest, hunks, function_digest))
     return out
 
 
@@ -167,7 +173,12 @@ def load_mutants(out_dir: Path) -> list[Mutant]:
     raw = json.loads((out_dir / "mutants.json").read_text())
     return [
         Mutant(
-            r["name"], r["path"], r["function"], r["original_sha256"], tuple((a, b, tuple(c)) for a, b, c in r["hunks"])
+            r["name"],
+            r["path"],
+            r["function"],
+            r["original_sha256"],
+            tuple((a, b, tuple(c)) for a, b, c in r["hunks"]),
+            r.get("function_sha256", ""),
         )
         for r in raw
     ]
@@ -258,6 +269,21 @@ def fresh_home(slot: Slot, seed: Path | None, tag: str) -> Path:
     return home
 
 
+def still_done(done: set[str], then: list[Mutant], now: list[Mutant]) -> set[str]:
+    """The names in `done` (verdicts on the mutants `then`, of another version of the files) that
+    are the same mutants now: the same function, unchanged, changed in the same way. Line numbers
+    may differ; a function edited since, or a mutant of it, runs again."""
+    before = {m.name: m for m in then}
+    same = set()
+    for m in now:
+        old = before.get(m.name)
+        if m.name not in done or old is None or not m.function_sha256:
+            continue
+        if old.function_sha256 == m.function_sha256 and [h[2] for h in old.hunks] == [h[2] for h in m.hunks]:
+            same.add(m.name)
+    return same
+
+
 def run_order(mutants: list[Mutant], first: list[str], seed: int) -> list[Mutant]:
     """Those named in `first` in that order (say, the survivors of an earlier run that new tests
     target), then the rest shuffled by `seed`: a run cut short is still a uniform sample of them."""
@@ -274,6 +300,8 @@ def run(args: argparse.Namespace) -> int:
         wanted = set(args.only.split(","))
         mutants = [m for m in mutants if m.name in wanted]
     done = {e["name"] for f in args.skip_done for e in read_results(f)}
+    if args.done_at:
+        done = still_done(done, load_mutants(args.done_at), mutants)
     mutants = [m for m in mutants if m.name not in done]
     mutants = run_order(mutants, args.first.split(",") if args.first else [], args.seed)
     selection = tuple(args.tests) if args.tests else SELECTION
@@ -449,6 +477,11 @@ def main() -> int:
     r.add_argument("--seed", type=int, default=0)
     r.add_argument(
         "--skip-done", type=Path, nargs="*", default=[], help="results files whose mutants are not run again"
+    )
+    r.add_argument(
+        "--done-at",
+        type=Path,
+        help="the DIR (of another version) whose mutants --skip-done judged: skip those of unchanged functions",
     )
     r.add_argument("--mutant-timeout-s", type=float, default=240.0, help="a mutant's run past this is a timeout")
     r.add_argument("--results", type=Path)

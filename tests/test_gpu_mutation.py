@@ -3,6 +3,7 @@ from, patched, and a process started after the write imports the mutant, never a
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import subprocess
@@ -96,3 +97,34 @@ def test_a_tree_in_an_ignored_folder_of_a_checkout_is_copied_whole(tmp_path, mon
     monkeypatch.setattr(named_mutants, "ROOT", old)
     named_mutants.checkout_copy(tmp_path / "slot0")
     assert (tmp_path / "slot0" / "engine" / "m.py").read_text() == "x = 1\n"
+
+
+def test_a_verdict_of_another_version_stands_only_for_mutants_of_unchanged_functions(tmp_path, monkeypatch):
+    """Mutants made from two versions of a file: those of the function that did not change keep an
+    earlier run's verdicts, though their lines moved; every mutant of the edited function runs again."""
+    pytest.importorskip("mutmut")
+    from bench.gpu_mutation import make_mutants, still_done
+
+    monkeypatch.chdir(tmp_path)  # mutmut reads its settings from the working directory
+    (tmp_path / "setup.cfg").write_text("[mutmut]\nsource_paths=engine\n")
+    (tmp_path / "engine").mkdir()
+    kept = "def kept(x):\n    return x + 1\n"
+    # `documented` changes only where no mutant does: its mutants are the same lines, in another function
+    then = make_mutants(
+        "engine/m.py", kept + "\n\ndef edited(y):\n    return y * 2\n\n\ndef documented(z):\n    return z - 1\n"
+    )
+    now = make_mutants(
+        "engine/m.py",
+        "import os\n\n\n"
+        + kept
+        + "\n\ndef edited(y):\n    return y * 3 - 1\n"
+        + '\n\ndef documented(z):\n    """One less."""\n    return z - 1\n',
+    )
+    by_function = {f: {m.name for m in now if m.function == f} for f in ("x_kept", "x_edited", "x_documented")}
+    assert all(by_function.values())
+    done = {m.name for m in then}
+    assert still_done(done, then, now) == by_function["x_kept"]
+    # a verdict no run gave is not made up, and mutants of a file made without fingerprints never carry
+    assert still_done(set(), then, now) == set()
+    unprinted = [dataclasses.replace(m, function_sha256="") for m in now]
+    assert still_done(done, then, unprinted) == set()
