@@ -87,7 +87,7 @@ class Mutant:
     original_sha256: str  # of the file the patch applies to
     hunks: tuple[tuple[int, int, tuple[str, ...]], ...]  # lines [start, end) replaced by these
     # Of the unmutated function's source: a mutant of a function that did not change since another
-    # version's run is the same mutant, and that run's verdict stands for it (`--done-at`).
+    # version's run is the same mutant, and that run's verdict stands for it (`--earlier-done`).
     function_sha256: str = ""
 
     def apply_to(self, text: str) -> str:
@@ -284,6 +284,20 @@ def still_done(done: set[str], then: list[Mutant], now: list[Mutant]) -> set[str
     return same
 
 
+def not_done(
+    mutants: list[Mutant], skip_done: list[Path], earlier_dir: Path | None, earlier_done: list[Path]
+) -> list[Mutant]:
+    """The mutants no results file has judged: `skip_done` judged these very mutants, `earlier_done`
+    those of `earlier_dir` (another version of the files), whose verdicts stand where unchanged."""
+    done = {e["name"] for f in skip_done for e in read_results(f)}
+    if earlier_done:
+        if earlier_dir is None:
+            raise SystemExit("--earlier-done needs --earlier-dir: the mutants those results judged")
+        earlier = {e["name"] for f in earlier_done for e in read_results(f)}
+        done |= still_done(earlier, load_mutants(earlier_dir), mutants)
+    return [m for m in mutants if m.name not in done]
+
+
 def run_order(mutants: list[Mutant], first: list[str], seed: int) -> list[Mutant]:
     """Those named in `first` in that order (say, the survivors of an earlier run that new tests
     target), then the rest shuffled by `seed`: a run cut short is still a uniform sample of them."""
@@ -299,10 +313,7 @@ def run(args: argparse.Namespace) -> int:
     if args.only:
         wanted = set(args.only.split(","))
         mutants = [m for m in mutants if m.name in wanted]
-    done = {e["name"] for f in args.skip_done for e in read_results(f)}
-    if args.done_at:
-        done = still_done(done, load_mutants(args.done_at), mutants)
-    mutants = [m for m in mutants if m.name not in done]
+    mutants = not_done(mutants, args.skip_done, args.earlier_dir, args.earlier_done)
     mutants = run_order(mutants, args.first.split(",") if args.first else [], args.seed)
     selection = tuple(args.tests) if args.tests else SELECTION
     probes = [m for m in mutants if m.function in PEAK_PROBES]
@@ -478,10 +489,13 @@ def main() -> int:
     r.add_argument(
         "--skip-done", type=Path, nargs="*", default=[], help="results files whose mutants are not run again"
     )
+    r.add_argument("--earlier-dir", type=Path, help="the mutants of another version of the files, as DIR")
     r.add_argument(
-        "--done-at",
+        "--earlier-done",
         type=Path,
-        help="the DIR (of another version) whose mutants --skip-done judged: skip those of unchanged functions",
+        nargs="*",
+        default=[],
+        help="results of --earlier-dir's mutants: those of functions unchanged since are not run again",
     )
     r.add_argument("--mutant-timeout-s", type=float, default=240.0, help="a mutant's run past this is a timeout")
     r.add_argument("--results", type=Path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -128,3 +129,32 @@ def test_a_verdict_of_another_version_stands_only_for_mutants_of_unchanged_funct
     assert still_done(set(), then, now) == set()
     unprinted = [dataclasses.replace(m, function_sha256="") for m in now]
     assert still_done(done, then, unprinted) == set()
+
+
+def test_a_run_skips_its_own_verdicts_by_name_and_an_earlier_version_s_where_unchanged(tmp_path, monkeypatch):
+    pytest.importorskip("mutmut")
+    from bench.gpu_mutation import generate, load_mutants, not_done
+
+    def version(folder, body):
+        (tmp_path / folder / "engine").mkdir(parents=True)
+        (tmp_path / folder / "engine" / "m.py").write_text(body)
+        monkeypatch.setattr("bench.gpu_mutation.ROOT", tmp_path / folder)
+        generate(tmp_path / folder / "mutants", ["engine/m.py"])
+        return load_mutants(tmp_path / folder / "mutants")
+
+    kept = "def kept(x):\n    return x + 1\n\n\n"
+    then = version("then", kept + "def edited(y):\n    return y * 2\n")
+    now = version("now", kept + "def edited(y):\n    return y * 3\n")
+
+    def results(name, mutants):
+        path = tmp_path / name
+        path.write_text("".join(json.dumps({"name": m.name, "status": "killed"}) + "\n" for m in mutants))
+        return path
+
+    earlier = results("earlier.jsonl", then)  # every mutant of the old version judged
+    own = results("own.jsonl", [m for m in now if m.function == "x_edited"][:1])  # one of the new ones
+    left = not_done(now, [own], tmp_path / "then" / "mutants", [earlier])
+    assert {m.name for m in left} == {m.name for m in now if m.function == "x_edited"} - {own.read_text().split('"')[3]}
+    assert len(not_done(now, [], None, [])) == len(now)
+    with pytest.raises(SystemExit, match="--earlier-dir"):
+        not_done(now, [], None, [earlier])
