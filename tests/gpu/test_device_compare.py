@@ -35,6 +35,22 @@ def test_count_diff_counts_every_changed_byte(harness, nbytes):
         ctx.free(b)
 
 
+def test_empty_buffers_differ_in_nothing_and_compare_clean(harness):
+    """A zero-size input or output (a task's size can make one empty): nothing was changed, nothing is
+    wrong, nothing unwritten, and no kernel reads a byte of it."""
+    from cuda_llm.engine.gpu.harness import DeviceComparison
+
+    ctx = harness.ctx
+    a, b = ctx.alloc(0), ctx.alloc(0)
+    try:
+        assert harness.count_diff(a, b, 10.0) == 0
+        tol = Tolerance("abs", 1e-6, 1e-12)
+        assert harness.compare(a, "float32", 0, b, None, tol, 0.0, 10.0) == DeviceComparison(0, 0, 0.0, 0)
+    finally:
+        ctx.free(a)
+        ctx.free(b)
+
+
 # Output dtype and tolerance rule: every kernel variant and every rule the tasks use.
 COMPARE_CASES = [
     ("float32", Tolerance("abs", 1e-6, 1e-12)),
@@ -106,6 +122,7 @@ def test_device_comparison_agrees_with_the_host(harness, dtype, tol):
     host = compare_output("out", expected, got, tol, scale)
     wrong, passed = _device_compare(harness, got, dtype, expected, scale, tol)
     assert host.passed and wrong == 0 and passed is not None
+    assert passed.output == "out"
     assert passed.checked == host.checked == n
     # The same arithmetic in the same order: the worst ratio is the host's to the last bit.
     assert passed.worst_ratio == host.worst_ratio
