@@ -33,6 +33,7 @@ from cuda_llm.app.widgets.telemetry import (
     telemetry_gpu,
 )
 from cuda_llm.app.widgets.text import OutsideTextFilter
+from cuda_llm.engine.core.secrets import secrets_hidden
 from cuda_llm.engine.fsr.session import SessionOptions
 from cuda_llm.engine.gpu.telemetry import TelemetrySample
 from cuda_llm.engine.judge.judge_environment import JudgeEnvironment
@@ -92,8 +93,10 @@ class CudaLlmApp(App[int]):
         super().__init__()
         # The compiler pool starts spawn processes, and the first one starts multiprocessing's
         # resource tracker, which inherits stderr. Once Textual runs, stderr is its capture object
-        # (no usable file descriptor), so the tracker is started now, with the real one.
-        resource_tracker.ensure_running()
+        # (no usable file descriptor), so the tracker is started now, with the real one, and without
+        # the model server's key in its environment (engine/core/secrets.py).
+        with secrets_hidden():
+            resource_tracker.ensure_running()
         self.defaults = defaults or Defaults()
         self.start_request = start
         self.config_path = config_path

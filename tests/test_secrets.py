@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from cuda_llm.engine.core.secrets import is_secret_name, without_secrets
@@ -53,3 +57,20 @@ async def test_the_gpu_worker_is_started_without_the_key(monkeypatch, tmp_path):
     with pytest.raises(OSError, match="captured"):
         await client.GpuWorker(log_dir=tmp_path)._spawn()
     assert "OPENAI_API_KEY" not in seen["env"] and "PYTHONPATH" in seen["env"]
+
+
+def test_the_app_starts_multiprocessing_s_resource_tracker_without_the_key(tmp_path):
+    """The TUI starts the tracker itself, before Textual takes stderr; the tracker, a child of the
+    application for as long as it runs, must not hold the model server's key."""
+    code = (
+        "from multiprocessing import resource_tracker as rt\n"
+        "from pathlib import Path\n"
+        "from cuda_llm.app.app import CudaLlmApp\n"
+        f"CudaLlmApp(config_path=Path({str(tmp_path / 'config.toml')!r}), poll_telemetry=False)\n"
+        "env = open(f'/proc/{rt._resource_tracker._pid}/environ', 'rb').read()\n"
+        "print('key' if b'OPENAI_API_KEY=' in env else 'no key', 'HOME=' in env.decode(errors='replace'))\n"
+    )
+    env = {**os.environ, "OPENAI_API_KEY": "sk-marker", "CUDA_LLM_HOME": str(tmp_path), "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["no", "key", "True"], done.stdout  # the rest of the environment is there
