@@ -15,6 +15,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from multiprocessing import resource_tracker
 from pathlib import Path
 
 import gpu_workers
@@ -33,6 +34,7 @@ _made: list[Path] = []
 def pytest_configure(config: pytest.Config) -> None:
     """Runs before collection: parametrised tests that list the task library see the built-in one."""
     from cuda_llm.engine.core.paths import user_cache_dir
+    from cuda_llm.engine.core.secrets import secrets_hidden
 
     if gpu_workers.wanted():
         gpus = gpu_workers.visible_gpus(os.environ.get("CUDA_VISIBLE_DEVICES"), gpu_workers.host_gpu_count())
@@ -56,6 +58,12 @@ def pytest_configure(config: pytest.Config) -> None:
         real_cache.mkdir(parents=True, exist_ok=True)
         (home / "cache").symlink_to(real_cache, target_is_directory=True)
     os.environ["CUDA_LLM_HOME"] = str(home)
+    # multiprocessing's resource tracker is one per process, started by the first child that needs it
+    # with the environment of that moment, and it lives as long as the test process. Started here
+    # without credentials, so no test that sets a key and starts a child on purpose (the compiler
+    # jail's, tests/compile/jail.py) leaves it holding that key for the tests after it.
+    with secrets_hidden():
+        resource_tracker.ensure_running()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from multiprocessing import resource_tracker
 
 from cuda_llm.engine.compile import compiler_process as worker
 from cuda_llm.engine.compile.result import CompileResult
-from cuda_llm.engine.core.secrets import secrets_hidden
 from cuda_llm.engine.core.settings import CompileSettings
 
 CAP_SYS_CHROOT = 18
@@ -60,11 +58,6 @@ class PolicyFreeCompiler:
         self.conn, child_end = ctx.Pipe(duplex=True)
         settings = CompileSettings(sandbox=mechanisms)
         self.process = ctx.Process(target=_child_without_policy, args=(child_end, settings, os.getpid(), no_chroot))
-        # The child inherits the key on purpose (the tests look for it); multiprocessing's resource
-        # tracker, which the first child starts and which outlives this test in the test process,
-        # must not: it would hold the key in every later test of that process.
-        with secrets_hidden():
-            resource_tracker.ensure_running()
         self.process.start()
         child_end.close()
         assert self.conn.poll(120), "the compiler child did not start"
