@@ -23,7 +23,7 @@ def test_controls_become_visible_escapes(raw, shown):
 
 
 def test_ordinary_text_is_unchanged():
-    text = "kernel.cu(3): error: expected a \";\"\n\tx[i] = a[i] + b[i];  // µs, ≤, 日本"
+    text = 'kernel.cu(3): error: expected a ";"\n\tx[i] = a[i] + b[i];  // µs, ≤, 日本'
     assert terminal_safe(text) == text
 
 

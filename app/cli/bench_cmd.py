@@ -233,7 +233,7 @@ def _over_compile(torch_compile, baseline_us: float | None) -> float | None:
 
 
 def _baseline_kind(report: dict[str, Any]) -> str:
-    """"eager" for a task imported from a PyTorch module (its baseline is PyTorch eager), else "cuda"."""
+    """ "eager" for a task imported from a PyTorch module (its baseline is PyTorch eager), else "cuda"."""
     from cuda_llm.app.cli.bench_table import EAGER
     from cuda_llm.engine.task.loader import load_task
 

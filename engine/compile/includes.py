@@ -211,7 +211,7 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _NOT_NEWLINE = re.compile(r"[^\n]")
 # A literal's body: anything but its quote and a line end, escapes included, and a backslash left
 # alone before a line end (it escapes nothing: the literal ends at the line end, as the compiler's).
-_LITERAL_BODY = {q: re.compile(rf"(?:[^{q}\\\n]|\\[^\n])*\\?") for q in ("\"", "'")}
+_LITERAL_BODY = {q: re.compile(rf"(?:[^{q}\\\n]|\\[^\n])*\\?") for q in ('"', "'")}
 _PASTE = re.compile(r"##|%:%:")
 _PRAGMA_OPEN = re.compile(r"[ \t\f\v\n]*\([ \t\f\v\n]*\"")
 _PRAGMA_CLOSE = re.compile(r"\"[ \t\f\v\n]*\)")

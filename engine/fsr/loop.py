@@ -651,9 +651,7 @@ class FsrLoop:
         try:
             plan = parse_plan(edit.plan_json)
         except FormatError as exc:
-            return self._record(
-                Judgement(label, "format_error", headline(str(exc)), detail=str(exc)), "parsed", key
-            )
+            return self._record(Judgement(label, "format_error", headline(str(exc)), detail=str(exc)), "parsed", key)
         explanation = f"edited from {edit.based_on}" if edit.based_on else ""
         cand = Candidate(label, edit.source, plan, explanation, "user", based_on=edit.based_on)
         j = await self._judge_candidate(cand, key)

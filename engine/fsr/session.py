@@ -155,7 +155,8 @@ async def open_session(
     settings = settings or Settings()
     if options.counters is not None:
         settings = dataclasses.replace(
-            settings, counters=dataclasses.replace(settings.counters, mode=options.counters)  # type: ignore[arg-type]  # the CLI's choices are the mode literals
+            settings,
+            counters=dataclasses.replace(settings.counters, mode=options.counters),  # type: ignore[arg-type]  # the CLI's choices are the mode literals
         )
     if options.torch_compile:
         settings = dataclasses.replace(settings, profile=dataclasses.replace(settings.profile, torch_compile=True))

@@ -80,8 +80,4 @@ def should_stop(
     if gpu_s >= settings.max_gpu_time_s or n + discarded >= settings.max_samples:
         return True
     whole_turns = (n + discarded) % max(1, placement_count) == 0
-    return (
-        n >= settings.min_samples
-        and whole_turns
-        and rel_iqr(samples) <= settings.stop_rel_iqr
-    )
+    return n >= settings.min_samples and whole_turns and rel_iqr(samples) <= settings.stop_rel_iqr

@@ -19,9 +19,7 @@ class MalformedStream(Exception):
     """The client library could not make sense of a line or event the server sent."""
 
 
-async def library_parts(
-    stream: AsyncIterator[T], malformed: tuple[type[Exception], ...]
-) -> AsyncGenerator[T, None]:
+async def library_parts(stream: AsyncIterator[T], malformed: tuple[type[Exception], ...]) -> AsyncGenerator[T, None]:
     """Iterate a client library's stream, turning the exceptions its parser raises on a bad line
     into MalformedStream. Only the library's own step is guarded, so an exception in the
     consumer's code (on_token) is never mistaken for a bad server. Closing this closes `stream`,

@@ -47,6 +47,7 @@ def default_db_path() -> Path:
 # A session stopped because the app crashed has this in front of its status message, then the crash.
 CRASH_PREFIX = "crashed: "
 
+
 @dataclass(frozen=True)
 class SessionRecord:
     id: int

@@ -142,11 +142,11 @@ def test_diagnostics_about_other_files_lose_their_text():
         "  root:x:0:0:root:/root:/bin/bash\n"
         "  ^\n"
         "\n"
-        "cuda_fp16.h(200): error: identifier \"__half\" is undefined\n"
+        'cuda_fp16.h(200): error: identifier "__half" is undefined\n'
         "  __half __double2half(const double a);\n"
         "  ^\n"
         "\n"
-        "candidate.cu(4): error: identifier \"y\" is undefined\n"
+        'candidate.cu(4): error: identifier "y" is undefined\n'
         "      if (i < n) a[i] = y + 1.0f;\n"
         "                        ^\n"
         "\n"
@@ -158,4 +158,4 @@ def test_diagnostics_about_other_files_lose_their_text():
     assert "root:x" not in kept and "TOKEN=abc" not in kept and "/etc/passwd" not in kept
     assert kept.count(FOREIGN_MESSAGE) == 2
     assert "(an included file)(0): warning: " + FOREIGN_MESSAGE in kept
-    assert '__half __double2half' in kept and "a[i] = y + 1.0f" in kept
+    assert "__half __double2half" in kept and "a[i] = y + 1.0f" in kept

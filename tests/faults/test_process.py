@@ -248,6 +248,7 @@ def test_ctrl_c_in_bench(tmp_path, llm_server, observed):
     db2 = tmp_path / "second.db"
     llm_server.script(chunked(reply(BOMB_KERNEL)))
     proc = cli(*bench, *common(db2, llm_server)[1:], env=env)
+
     def bomb_recorded() -> bool:
         try:
             return "r1-1" in snapshot(db2)
