@@ -137,6 +137,11 @@ def session_options(args: argparse.Namespace, task: str | None):
     )
 
 
+def say_on_stderr(line: str) -> None:
+    """A line the engine has for the user while a session opens (before its events flow)."""
+    print(f"cuda-llm: {line}", file=sys.stderr, flush=True)
+
+
 async def run_headless(options, as_json: bool) -> int:
     from cuda_llm.app.cli.interrupt import ctrl_c_stops
     from cuda_llm.app.cli.progress import ProgressPrinter
@@ -144,7 +149,7 @@ async def run_headless(options, as_json: bool) -> int:
     from cuda_llm.engine.fsr.session import open_session
 
     control = Controller(auto_accept=True, stop_when_paused=True)
-    session = await open_session(options, control)
+    session = await open_session(options, control, progress=say_on_stderr)
     if session.env.notice:
         print(f"cuda-llm: {session.env.notice}", file=sys.stderr)
     session.bus.subscribe(ProgressPrinter(sys.stderr))

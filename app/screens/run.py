@@ -429,13 +429,18 @@ class RunScreen(Screen[None]):
         self.notify(f"{self.search_term!r}: match {index} of {count} (line {line + 1})", timeout=2, markup=False)
 
     # ---- the session worker --------------------------------------------------------------------
+    def _opening(self, line: str) -> None:
+        """What the engine waits for while the session opens (a Ray cluster's GPUs): before the
+        session's events flow, so it is a notification."""
+        self.notify(line, title="opening the session", timeout=30, markup=False)
+
     @work(exclusive=True, group="session", exit_on_error=False, name="session")
     async def run_session(self) -> None:
         options = self.request.options
         env = None
         try:
             env = await self.app.open_environment(options)  # type: ignore[attr-defined]  # self.app is a CudaLlmApp
-            session = await open_session(options, self.control, environment=env)
+            session = await open_session(options, self.control, environment=env, progress=self._opening)
         except Exception as exc:
             if env is not None:
                 with contextlib.suppress(Exception):

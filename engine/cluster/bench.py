@@ -63,7 +63,14 @@ async def bench_on_cluster(
     compiler = None
     shipper = TaskShipper(cluster.max_task_bytes)  # one for every session: each task ships once
     try:
-        fleet = await start_fleet(connection, settings, cluster, worker_factory, request.gpus)
+        fleet = await start_fleet(
+            connection,
+            settings,
+            cluster,
+            worker_factory,
+            request.gpus,
+            lambda line: print(f"cuda-llm: {line}", file=sys.stderr, flush=True),
+        )
         if request.gpus:  # --gpus MODEL: only the GPUs of that model
             chosen, others = choose_model(fleet, request.gpus)
             await kill([m.handle for m in others], cluster.close_timeout_s)

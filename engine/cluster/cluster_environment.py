@@ -11,7 +11,7 @@ from cuda_llm.engine.cluster.cluster_pool import ClusterGpuPool, TaskShipper
 from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 from cuda_llm.engine.cluster.compiler import ClusterCompiler
 from cuda_llm.engine.cluster.connection import ClusterConnection, ClusterError, connect
-from cuda_llm.engine.cluster.fleet import Fleet, Member, WorkerFactory, give_back, kill, start_fleet
+from cuda_llm.engine.cluster.fleet import Fleet, Member, Progress, WorkerFactory, give_back, kill, start_fleet
 from cuda_llm.engine.compile.compiler_pool import CompilerPool
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.judge.judge_environment import JudgeEnvironment
@@ -115,14 +115,16 @@ async def open_cluster_environment(
     gpus: str | None = None,
     worker_factory: WorkerFactory | None = None,
     cluster: ClusterSettings | None = None,
+    progress: Progress | None = None,
 ) -> ClusterEnvironment:
     """Connect, start an actor on every free GPU, keep those of one model (`gpus`: which), and
-    measure their ceilings. `worker_factory` replaces the GPU worker inside each actor (tests)."""
+    measure their ceilings. `worker_factory` replaces the GPU worker inside each actor (tests);
+    `progress` hears what the start waits for (start_fleet)."""
     cluster = cluster or ClusterSettings()
     connection = await connect(address)
     fleet = None
     try:
-        fleet = await start_fleet(connection, settings, cluster, worker_factory, gpus)
+        fleet = await start_fleet(connection, settings, cluster, worker_factory, gpus, progress)
         chosen, others = choose_model(fleet, gpus)
         await kill([m.handle for m in others], cluster.close_timeout_s)
         pool = ClusterGpuPool(chosen, settings, cluster, address, TaskShipper(cluster.max_task_bytes))

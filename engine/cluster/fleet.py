@@ -38,6 +38,8 @@ from cuda_llm.engine.gpu.protocol import DeviceInfo, RanOn
 # called as factory(device_index, settings, log_dir) on the node, it returns an object with
 # GpuWorker's start, validate, profile, peaks, close and restarts.
 WorkerFactory = Callable[..., Any]
+# Where a line meant for the user goes while the fleet starts (the CLI's stderr, the TUI's notices).
+Progress = Callable[[str], None]
 
 State = Literal["ready", "lost", "dead"]
 
@@ -160,12 +162,14 @@ async def start_fleet(
     cluster: ClusterSettings,
     worker_factory: WorkerFactory | None = None,
     model: str | None = None,
+    progress: Progress | None = None,
 ) -> Fleet:
     """An actor on every GPU no other session holds (gpus_to_ask; of `model`, where Ray knows the
     GPUs' types), those Ray places in time kept, each with its worker started and named after this
     process, so `ray list actors` shows which session holds which GPU. Raises ClusterError when the
     cluster has no GPU to give, naming who holds them (at once when other sessions' actors hold
-    every GPU: a session never waits for another's GPUs), or none of its GPUs can judge."""
+    every GPU: a session never waits for another's GPUs), or none of its GPUs can judge. Where Ray
+    counts fewer GPUs free than it asks for, `progress` hears how long it waits for them, and why."""
     from ray import cloudpickle
 
     reaped = await asyncio.to_thread(reap_orphans)
@@ -211,6 +215,8 @@ async def start_fleet(
     # some GPU is held by no session, that may take as long as an actor's start (a loaded machine);
     # where sessions hold them all, an answer is owed only to Ray's count of free ones lagging.
     first_wait = cluster.start_timeout_s if total > held_by_sessions else cluster.placement_grace_s
+    if progress is not None and free < count:
+        progress(waiting_line(connection.address, free, total, count, first_wait))
     answers = await _answers(handles, cluster, first_wait)
     members, refused, unusable = [], [], []
     for handle, answer in zip(handles, answers, strict=True):
@@ -301,6 +307,17 @@ def gpus_to_ask(free: int, total: int, held_by_sessions: int) -> int:
     is not placed within ClusterSettings.placement_grace_s, and is dropped. 0: the sessions' actors
     hold every GPU, and Ray agrees."""
     return max(free, total - held_by_sessions, 0)
+
+
+def waiting_line(address: str, free: int, total: int, asked: int, wait_s: float) -> str:
+    """What a session says before it waits for GPUs Ray does not count free: held by a Ray job that
+    is no cuda-llm session (whose name Ray does not give), or freed a moment ago and not yet counted."""
+    short = asked - free
+    return (
+        f"Ray counts {free} of the {total} GPU{'s' if total != 1 else ''} of the cluster at {address} free: waiting "
+        f"up to {wait_s:.0f} s for {short} more (held by another Ray job that is no cuda-llm session, or freed "
+        "and not yet counted)"
+    )
 
 
 def holders_of(names: Sequence[str]) -> str:

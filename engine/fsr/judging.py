@@ -5,6 +5,7 @@ imports the cluster layer, and without --cluster nothing imports Ray (an optiona
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.judge.judge_environment import JudgeEnvironment, open_local_environment, sandbox_warning
@@ -17,18 +18,19 @@ async def open_environment(
     gpus: str | int | None = None,
     cluster: str | None = None,
     compilers: int | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> JudgeEnvironment:
     """`gpus`: "0,1", a single index, or None for every visible GPU. `cluster`: the address of a Ray
     cluster whose GPUs judge instead of this machine's (then `gpus` names a GPU model). `compilers`:
     local compiler processes where the caller knows how many compiles it needs (None: enough for a
     round). The notice of the environment says what a user should know first (compile-only, an
-    unsandboxed compiler...)."""
+    unsandboxed compiler...); `progress` hears, while it opens, what it waits for (a cluster's GPUs)."""
     if cluster and not compile_only:
         # Imported only here: without --cluster nothing imports Ray (an optional extra).
         from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
 
         env: JudgeEnvironment = await open_cluster_environment(
-            settings, cluster, arch, str(gpus) if gpus is not None else None
+            settings, cluster, arch, str(gpus) if gpus is not None else None, progress=progress
         )
     else:
         env = await open_local_environment(settings, arch, compile_only, gpus, compilers)

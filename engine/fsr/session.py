@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -149,9 +150,11 @@ async def open_session(
     library: TaskLibrary | None = None,
     store: SessionStore | None = None,
     environment: JudgeEnvironment | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Session:
     """Open (or resume) a session. `environment` replaces the compiler pool and GPU worker that would
-    be opened from the options (tests pass one with a fake GPU runner)."""
+    be opened from the options (tests pass one with a fake GPU runner). `progress` hears the lines
+    worth showing while the session opens, before its events flow (what a cluster's start waits for)."""
     settings = settings or Settings()
     if options.counters is not None:
         settings = dataclasses.replace(
@@ -199,7 +202,7 @@ async def open_session(
             await provider.close()
             raise
     env = environment or await open_environment(
-        settings, options.arch, options.compile_only, options.gpu, options.cluster
+        settings, options.arch, options.compile_only, options.gpu, options.cluster, progress=progress
     )
     try:
         device = device_label(env.device, env.arch)

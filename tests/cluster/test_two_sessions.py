@@ -53,8 +53,27 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-async def open_env(address: str):
-    return await open_cluster_environment(Settings(), address, worker_factory=FakeGpuFactory(), cluster=QUIET)
+HOLD_WITH_A_PLAIN_RAY_JOB = """
+import sys, time
+import ray
+ray.init(address=sys.argv[1], log_to_driver=False)
+
+@ray.remote(num_gpus=1, num_cpus=0)
+class Holder:
+    def ready(self):
+        return True
+
+holder = Holder.remote()
+ray.get(holder.ready.remote())
+print("holding", flush=True)
+time.sleep(600)
+"""
+
+
+async def open_env(address: str, progress=None, cluster: ClusterSettings = QUIET):
+    return await open_cluster_environment(
+        Settings(), address, worker_factory=FakeGpuFactory(), cluster=cluster, progress=progress
+    )
 
 
 async def test_a_second_session_is_refused_at_once_naming_who_holds_the_gpus(capfd):
@@ -94,9 +113,10 @@ async def test_a_session_is_not_refused_for_gpus_ray_has_not_counted_free_yet(mo
         return (0 if len(looks) == 1 else free), total
 
     monkeypatch.setattr(fleet, "free_gpus", stale_at_first)
+    said: list[str] = []
     cluster = start_cluster(2, head_gpus=0)  # one GPU, on the worker node
     try:
-        env = await open_env(cluster.address)
+        env = await open_env(cluster.address, said.append)
         try:
             assert env.gpu.size == 1
         finally:
@@ -104,6 +124,41 @@ async def test_a_session_is_not_refused_for_gpus_ray_has_not_counted_free_yet(mo
     finally:
         cluster.shutdown()
     assert looks, "the session looked at what Ray counts free"
+    # and said what it waited for, as it began to
+    assert len(said) == 1 and said[0].startswith("Ray counts 0 of the 1 GPU of the cluster at "), said
+    assert f"waiting up to {QUIET.start_timeout_s:.0f} s for 1 more" in said[0], said
+
+
+async def test_a_session_says_it_waits_for_a_gpu_a_plain_ray_job_holds_then_is_refused(capfd):
+    """A GPU held by a Ray job that is no cuda-llm session (its actor has no name of ours): the session
+    cannot tell it from Ray's count lagging, so it waits, and says so first, then is refused."""
+    require_ray()
+    cluster = start_cluster(2, head_gpus=0)  # one GPU, on the worker node
+    holder = None
+    said: list[str] = []
+    try:
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLD_WITH_A_PLAIN_RAY_JOB, cluster.address],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "holding", "the plain Ray job could not take the GPU"
+        short = ClusterSettings(remote_compilers=0, start_timeout_s=5.0, placement_grace_s=2.0)
+        with pytest.raises(ClusterError) as refused:
+            await open_env(cluster.address, said.append, short)
+    finally:
+        if holder is not None:
+            holder.kill()
+            holder.wait()
+        cluster.shutdown()
+    assert len(said) == 1 and said[0].startswith("Ray counts 0 of the 1 GPU of the cluster at "), said
+    assert "waiting up to 5 s for 1 more (held by another Ray job that is no cuda-llm session" in said[0], said
+    line = str(refused.value)
+    assert "is held by other jobs" in line and line.endswith("run again when one is free"), line
+    err = capfd.readouterr().err
+    assert "Traceback" not in err, err[-2000:]
 
 
 async def test_a_resume_right_after_a_kill_9_of_a_client_gets_its_gpu_back():
