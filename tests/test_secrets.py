@@ -67,7 +67,14 @@ def test_the_app_starts_multiprocessing_s_resource_tracker_without_the_key(tmp_p
         "from pathlib import Path\n"
         "from cuda_llm.app.app import CudaLlmApp\n"
         f"CudaLlmApp(config_path=Path({str(tmp_path / 'config.toml')!r}), poll_telemetry=False)\n"
-        "env = open(f'/proc/{rt._resource_tracker._pid}/environ', 'rb').read()\n"
+        "import time\n"
+        "proc = f'/proc/{rt._resource_tracker._pid}'\n"
+        # multiprocessing returns once the tracker is forked, not once it runs: until its exec is
+        # done its command line (and environment) read empty
+        "deadline = time.monotonic() + 60\n"
+        "while b'resource_tracker' not in open(proc + '/cmdline', 'rb').read() and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+        "env = open(proc + '/environ', 'rb').read()\n"
         "print('key' if b'OPENAI_API_KEY=' in env else 'no key', 'HOME=' in env.decode(errors='replace'))\n"
     )
     env = {**os.environ, "OPENAI_API_KEY": "sk-marker", "CUDA_LLM_HOME": str(tmp_path), "HOME": str(tmp_path)}
