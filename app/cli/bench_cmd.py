@@ -331,9 +331,12 @@ async def run_bench(
     runs = resolve_models(request)
     if request.cluster and not request.compile_only:
         # Imported only here: without --cluster nothing imports Ray (an optional extra).
+        from cuda_llm.app.cli.run_cmd import say_on_stderr
         from cuda_llm.engine.cluster.bench import bench_on_cluster
 
-        return await bench_on_cluster(request, runs, run_task, worker_factory, cluster=cluster_settings)
+        return await bench_on_cluster(
+            request, runs, run_task, worker_factory, cluster=cluster_settings, progress=say_on_stderr
+        )
     rows: list[BenchRow] = []
     control: Controller | None = None
     stopped = False

@@ -19,7 +19,7 @@ from cuda_llm.engine.cluster.cluster_pool import ClusterGpuPool, TaskShipper
 from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 from cuda_llm.engine.cluster.compiler import ClusterCompiler
 from cuda_llm.engine.cluster.connection import ClusterError, connect
-from cuda_llm.engine.cluster.fleet import Member, WorkerFactory, give_back, kill, start_fleet
+from cuda_llm.engine.cluster.fleet import Member, Progress, WorkerFactory, give_back, kill, start_fleet
 from cuda_llm.engine.compile.compiler_pool import CompilerPool
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.judge.judge_environment import sandbox_warning
@@ -48,6 +48,7 @@ async def bench_on_cluster(
     worker_factory: WorkerFactory | None = None,
     settings: Settings | None = None,
     cluster: ClusterSettings | None = None,
+    progress: Progress | None = None,
 ) -> list[Row]:
     """The rows of `runs` ((task, model), replay:latest resolved) in their order, each task's session
     on a GPU of the cluster at `request.cluster` leased for its whole run. `run_task` is
@@ -63,14 +64,7 @@ async def bench_on_cluster(
     compiler = None
     shipper = TaskShipper(cluster.max_task_bytes)  # one for every session: each task ships once
     try:
-        fleet = await start_fleet(
-            connection,
-            settings,
-            cluster,
-            worker_factory,
-            request.gpus,
-            lambda line: print(f"cuda-llm: {line}", file=sys.stderr, flush=True),
-        )
+        fleet = await start_fleet(connection, settings, cluster, worker_factory, request.gpus, progress)
         if request.gpus:  # --gpus MODEL: only the GPUs of that model
             chosen, others = choose_model(fleet, request.gpus)
             await kill([m.handle for m in others], cluster.close_timeout_s)
