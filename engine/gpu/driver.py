@@ -78,6 +78,9 @@ def is_fatal(exc: BaseException) -> bool:
 
 
 def _name(err: Any) -> str:
+    member = getattr(err, "name", None)  # a CUresult member is named as cuGetErrorName names it,
+    if isinstance(member, str):  # with no call into the driver library (absent on a CPU-only host)
+        return member
     ok, name = cu.cuGetErrorName(err)
     if ok == cu.CUresult.CUDA_SUCCESS and name:
         return name.decode()
