@@ -105,12 +105,11 @@ class UnmappedMemory:
 
     def drop(self, handle: _Range) -> None:
         # Physical memory given back can come to the worker's own next allocation, unscrubbed.
-        self._map(handle)
         try:
+            self._map(handle)
             check(cu.cuMemsetD8(handle.va, 0, handle.size), "cuMemsetD8")
             check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
         finally:
-            self.unmap(handle)
             self._release(handle)
 
     def map(self, handle: _Range) -> DeviceBuffer:
@@ -128,9 +127,15 @@ class UnmappedMemory:
         check(cu.cuMemSetAccess(handle.va, handle.size, [self.access], 1), "cuMemSetAccess")
 
     def _release(self, handle: _Range, quiet: bool = False) -> None:
+        # A range left mapped (a failure between cuMemMap and cuMemUnmap) keeps its physical memory
+        # past cuMemRelease, and its address cannot be freed: unmapped first. Every call is made
+        # whatever the one before said, so nothing is kept; then the first failure is reported.
+        unmapped = cu.cuMemUnmap(handle.va, handle.size) if handle.mapped else (cu.CUresult.CUDA_SUCCESS,)
+        handle.mapped = False
         address = cu.cuMemAddressFree(handle.va, handle.size)
-        memory = cu.cuMemRelease(handle.memory)  # whatever the first call said: nothing is kept
+        memory = cu.cuMemRelease(handle.memory)
         if not quiet:
+            check(unmapped, "cuMemUnmap")
             check(address, "cuMemAddressFree")
             check(memory, "cuMemRelease")
 
