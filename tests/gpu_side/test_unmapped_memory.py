@@ -151,7 +151,15 @@ def test_a_copy_is_readable_only_while_mapped_and_wiped_before_its_memory_goes_b
     assert driver.holds_nothing() and driver.misuse == []
 
 
-PUT_CALLS = ["cuMemCreate", "cuMemAddressReserve", "cuMemMap", "cuMemSetAccess", "cuMemcpyHtoD", "cuCtxSynchronize"]
+PUT_CALLS = [
+    "cuMemCreate",
+    "cuMemAddressReserve",
+    "cuMemMap",
+    "cuMemSetAccess",
+    "cuMemcpyHtoD",
+    "cuCtxSynchronize",
+    "cuMemUnmap",
+]
 
 
 @pytest.mark.parametrize("call", PUT_CALLS)
