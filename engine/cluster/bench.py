@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
@@ -53,7 +52,9 @@ async def bench_on_cluster(
     """The rows of `runs` ((task, model), replay:latest resolved) in their order, each task's session
     on a GPU of the cluster at `request.cluster` leased for its whole run. `run_task` is
     bench_cmd.run_task: (request, task, model, environment factory, opened) -> the task's row, with
-    `opened` called once its session exists."""
+    `opened` called once its session exists. `progress` gets the lines for the user (the GPUs, the
+    refused ones, a sandbox warning, a wait for GPUs): the CLI prints them on stderr."""
+    say = progress or (lambda line: None)
     address = request.cluster
     if not address:
         raise ValueError("bench_on_cluster needs the request's cluster address")
@@ -69,13 +70,13 @@ async def bench_on_cluster(
             chosen, others = choose_model(fleet, request.gpus)
             await kill([m.handle for m in others], cluster.close_timeout_s)
             fleet.members = chosen
-        print(f"cuda-llm: benchmarking on {fleet.describe()} of the Ray cluster at {address}", file=sys.stderr)
+        say(f"benchmarking on {fleet.describe()} of the Ray cluster at {address}")
         for line in sorted(set(fleet.refused)):
-            print(f"cuda-llm: refused {line}", file=sys.stderr)
+            say(f"refused {line}")
         compiler = ClusterCompiler(CompilerPool(settings.compile))
         warning = await sandbox_warning(compiler)  # type: ignore[arg-type]  # a ClusterCompiler as the pool
         if warning:
-            print(f"cuda-llm: {warning}", file=sys.stderr)
+            say(warning)
         compiler.start_remote(cluster.remote_compilers, settings, cluster.start_timeout_s)
         free: asyncio.Queue[Member] = asyncio.Queue()
         for member in fleet.members:

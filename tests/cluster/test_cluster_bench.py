@@ -61,7 +61,7 @@ RESULT_COLUMNS = (
 )
 
 
-async def test_bench_on_the_cluster_gives_the_same_table_with_a_gpu_per_task(tmp_path, llm_server, ray_cluster):
+async def test_bench_on_the_cluster_gives_the_same_table_with_a_gpu_per_task(tmp_path, llm_server, ray_cluster, capsys):
     llm_server.default = by_task
     common = ["bench", "--model", "ollama:loop-model", "--host", llm_server.url, "--tasks", *TASKS]
     common += ["--rounds", "1", "--candidates", "2", "--patience", "0", "--target-roofline", "0"]
@@ -79,6 +79,8 @@ async def test_bench_on_the_cluster_gives_the_same_table_with_a_gpu_per_task(tmp
         cluster_settings=ClusterSettings(remote_compilers=0),
     )
     assert [r.task for r in rows_there] == TASKS
+    said = capsys.readouterr().err
+    assert f"cuda-llm: benchmarking on 3 x Fake H100 on 3 node(s) of the Ray cluster at {ray_cluster.address}" in said
     assert all(r.correct == 2 and r.speedup == 100.0 / 40.0 for r in rows_there)
     assert [r.session for r in rows_there] == sorted(r.session for r in rows_there), "sessions in task order"
 
