@@ -488,3 +488,25 @@ async def test_eval_without_the_library_extra_says_why_there_is_no_figure():
     assert 'library:  CuPy elementwise add: not timed: CuPy is not installed (pip install "cuda-llm[library]"' in text
     j, lib = await _judged_on_the_fake_gpu(library_us=50, task="layernorm")
     assert "library:  none: task 'layernorm' has no vendor-library reference" in eval_cmd.render(j, "x", lib)
+
+
+def test_a_headless_run_says_what_the_engine_waits_for_on_stderr(monkeypatch, tmp_path, capsys):
+    """A Ray cluster's wait for GPUs is said as it begins, before the session's events flow: the CLI
+    gives the engine a progress callable that prints on stderr, then the refusal is one line."""
+    from cuda_llm.engine.cluster.connection import ClusterError
+    from cuda_llm.engine.fsr import session as session_module
+
+    line = "Ray counts 0 of the 1 GPU of the cluster at 127.0.0.1:6379 free: waiting up to 120 s for 1 more"
+
+    async def opening(options, control, environment=None, progress=None):
+        assert progress is not None, "the CLI gives the engine no way to say what it waits for"
+        progress(line)
+        raise ClusterError("every GPU of the Ray cluster at 127.0.0.1:6379 (1) is held by other jobs")
+
+    monkeypatch.setattr(session_module, "open_session", opening)
+    argv = ["run", "vector_add", "--model", "manual", "--headless", "--db", str(tmp_path / "s.db")]
+    code = main([*argv, "--cluster", "127.0.0.1:6379"])
+    err = capsys.readouterr().err
+    assert err.startswith(f"cuda-llm: {line}\n"), err
+    assert "is held by other jobs" in err and "Traceback" not in err, err
+    assert code == 2

@@ -314,3 +314,27 @@ async def test_ctrl_c_stops_the_session_cleanly_and_it_resumes(tmp_path, llm_ser
     # Resumed headless (stop_when_paused): it accepts by itself, though the TUI recorded reviews on.
     assert result.status == "finished" and result.rounds == 2
     observed(f"app quit with code 0; session {record.id} 'stopped', integrity ok; --resume finished 2 rounds")
+
+
+async def test_what_the_engine_waits_for_while_a_session_opens_is_a_notification(monkeypatch, tmp_path):
+    """A Ray cluster's wait for GPUs is said before the session's events flow: the run screen passes
+    the engine a progress callable that notifies."""
+    from cuda_llm.app.screens import run as run_screen
+    from cuda_llm.app.options import SessionRequest
+
+    line = "Ray counts 0 of the 1 GPU of the cluster at 127.0.0.1:6379 free: waiting up to 120 s for 1 more"
+    real_open = run_screen.open_session
+
+    async def opening(options, control, environment=None, progress=None):
+        assert progress is not None, "the run screen gives the engine no way to say what it waits for"
+        progress(line)
+        return await real_open(options, control, environment=environment, progress=progress)
+
+    monkeypatch.setattr(run_screen, "open_session", opening)
+    options = SessionOptions("vector_add", "manual", db=str(tmp_path / "sessions.db"))
+    app = make_app(tmp_path, None, start=SessionRequest(options))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await wait_for(pilot, lambda: any(n.message == line for n in app._notifications), "the waiting line")
+        (shown,) = [n for n in app._notifications if n.message == line]
+        assert shown.title == "opening the session"
