@@ -319,8 +319,8 @@ async def test_ctrl_c_stops_the_session_cleanly_and_it_resumes(tmp_path, llm_ser
 async def test_what_the_engine_waits_for_while_a_session_opens_is_a_notification(monkeypatch, tmp_path):
     """A Ray cluster's wait for GPUs is said before the session's events flow: the run screen passes
     the engine a progress callable that notifies."""
-    from cuda_llm.app.screens import run as run_screen
     from cuda_llm.app.options import SessionRequest
+    from cuda_llm.app.screens import run as run_screen
 
     line = "Ray counts 0 of the 1 GPU of the cluster at 127.0.0.1:6379 free: waiting up to 120 s for 1 more"
     real_open = run_screen.open_session
