@@ -298,6 +298,22 @@ def not_done(
     return [m for m in mutants if m.name not in done]
 
 
+def to_run(
+    mutants: list[Mutant],
+    first: list[str],
+    skip_done: list[Path],
+    earlier_dir: Path | None,
+    earlier_done: list[Path],
+) -> list[Mutant]:
+    """The mutants named in `first`, whatever any results file says (a survivor that a new test now
+    targets is in this DIR's results, and was skipped by name before it could be run again), and the
+    others that no results file has judged."""
+    named = set(first)
+    return [m for m in mutants if m.name in named] + not_done(
+        [m for m in mutants if m.name not in named], skip_done, earlier_dir, earlier_done
+    )
+
+
 def run_order(mutants: list[Mutant], first: list[str], seed: int) -> list[Mutant]:
     """Those named in `first` in that order (say, the survivors of an earlier run that new tests
     target), then the rest shuffled by `seed`: a run cut short is still a uniform sample of them."""
@@ -313,8 +329,9 @@ def run(args: argparse.Namespace) -> int:
     if args.only:
         wanted = set(args.only.split(","))
         mutants = [m for m in mutants if m.name in wanted]
-    mutants = not_done(mutants, args.skip_done, args.earlier_dir, args.earlier_done)
-    mutants = run_order(mutants, args.first.split(",") if args.first else [], args.seed)
+    first = args.first.split(",") if args.first else []
+    mutants = to_run(mutants, first, args.skip_done, args.earlier_dir, args.earlier_done)
+    mutants = run_order(mutants, first, args.seed)
     selection = tuple(args.tests) if args.tests else SELECTION
     probes = [m for m in mutants if m.function in PEAK_PROBES]
     normal = [m for m in mutants if m.function not in PEAK_PROBES]
@@ -484,7 +501,10 @@ def main() -> int:
     r.add_argument("--budget-s", type=float, default=480.0, help="start no mutant after this long")
     r.add_argument("--control-every", type=int, default=50, help="an unmutated run after every N mutants")
     r.add_argument("--only", help="comma-separated mutant names")
-    r.add_argument("--first", help="comma-separated mutant names run before the others, in this order")
+    r.add_argument(
+        "--first",
+        help="comma-separated mutant names run before the others, in this order, even where a results file judged them",
+    )
     r.add_argument("--seed", type=int, default=0)
     r.add_argument(
         "--skip-done", type=Path, nargs="*", default=[], help="results files whose mutants are not run again"

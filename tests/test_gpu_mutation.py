@@ -133,7 +133,7 @@ def test_a_verdict_of_another_version_stands_only_for_mutants_of_unchanged_funct
 
 def test_a_run_skips_its_own_verdicts_by_name_and_an_earlier_version_s_where_unchanged(tmp_path, monkeypatch):
     pytest.importorskip("mutmut")
-    from bench.gpu_mutation import generate, load_mutants, not_done
+    from bench.gpu_mutation import generate, load_mutants, not_done, to_run
 
     def version(folder, body):
         (tmp_path / folder / "engine").mkdir(parents=True)
@@ -158,5 +158,8 @@ def test_a_run_skips_its_own_verdicts_by_name_and_an_earlier_version_s_where_unc
     left = not_done(now, [own], tmp_path / "then" / "mutants", [earlier])
     assert {m.name for m in left} == edited - {judged.name}
     assert len(not_done(now, [], None, [])) == len(now)
+    # named first, a judged mutant runs again (a survivor a new test targets), the others as before
+    again = to_run(now, [judged.name], [own], tmp_path / "then" / "mutants", [earlier])
+    assert again[0] == judged and {m.name for m in again} == edited
     with pytest.raises(SystemExit, match="--earlier-dir"):
         not_done(now, [], None, [earlier])
