@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cuda_llm.app.cli.output import print_json
+from cuda_llm.app.cli.output import print_json, say_on_stderr
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.core.status import STATUSES
 from cuda_llm.engine.llm.spec import parse_spec
@@ -271,7 +271,7 @@ async def run_task(
     if opened is not None:
         opened()
     if session.env.notice:
-        print(f"cuda-llm: {session.env.notice}", file=sys.stderr)
+        say_on_stderr(session.env.notice)
     library: list[Any] = []
     compiled = None
     session.bus.subscribe(lambda e: library.append(e.library) if isinstance(e, ev.LibraryTimed) else None)
@@ -331,7 +331,6 @@ async def run_bench(
     runs = resolve_models(request)
     if request.cluster and not request.compile_only:
         # Imported only here: without --cluster nothing imports Ray (an optional extra).
-        from cuda_llm.app.cli.run_cmd import say_on_stderr
         from cuda_llm.engine.cluster.bench import bench_on_cluster
 
         return await bench_on_cluster(

@@ -8,13 +8,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from cuda_llm.app.cli.argtypes import arch
 from cuda_llm.app.cli.files import STDIN, FileArgumentError, NotTextError, read_text, shown
-from cuda_llm.app.cli.output import error, print_json, split_message
+from cuda_llm.app.cli.output import error, print_json, say_on_stderr, split_message
 from cuda_llm.app.cli.torch_compile_flag import add_torch_compile_flag, with_torch_compile
 
 # What is read of a file before it is judged: far above anything the judge accepts (a 1 MiB reply,
@@ -247,7 +246,7 @@ async def _evaluate(args: argparse.Namespace) -> int:
     compilers = 1 if args.compile_only or args.no_profile else EVAL_COMPILERS
     env = await open_environment(settings, args.arch, args.compile_only, args.gpu, compilers=compilers)
     if env.notice:
-        print(f"cuda-llm: {env.notice}", file=sys.stderr)
+        say_on_stderr(env.notice)
     library = compiled = None
     try:
         judge = env.judge(task, settings)

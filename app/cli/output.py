@@ -86,9 +86,15 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def say_on_stderr(line: str) -> None:
+    """A line for the user on stderr, cuda-llm's own: a notice, what the engine waits for while a
+    session opens (before its events flow), an error."""
+    print(f"cuda-llm: {line}", file=sys.stderr, flush=True)
+
+
 def error(message: str) -> None:
     """One clear line on stderr for something the user can fix."""
-    print(f"cuda-llm: {message}", file=sys.stderr)
+    say_on_stderr(message)
 
 
 def human_bytes(n: float) -> str:

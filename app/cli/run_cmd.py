@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from cuda_llm.app.cli.argtypes import arch, non_negative_float, non_negative_int, positive_float, positive_int
-from cuda_llm.app.cli.output import error, print_json
+from cuda_llm.app.cli.output import error, print_json, say_on_stderr
 from cuda_llm.engine.core.settings import LOOP_KNOBS, Knob
 
 # engine/core/settings.py's COUNTERS_MODES, spelled here so that --help imports no engine module.
@@ -137,11 +137,6 @@ def session_options(args: argparse.Namespace, task: str | None):
     )
 
 
-def say_on_stderr(line: str) -> None:
-    """A line the engine has for the user while a session opens (before its events flow)."""
-    print(f"cuda-llm: {line}", file=sys.stderr, flush=True)
-
-
 async def run_headless(options, as_json: bool) -> int:
     from cuda_llm.app.cli.interrupt import ctrl_c_stops
     from cuda_llm.app.cli.progress import ProgressPrinter
@@ -151,7 +146,7 @@ async def run_headless(options, as_json: bool) -> int:
     control = Controller(auto_accept=True, stop_when_paused=True)
     session = await open_session(options, control, progress=say_on_stderr)
     if session.env.notice:
-        print(f"cuda-llm: {session.env.notice}", file=sys.stderr)
+        say_on_stderr(session.env.notice)
     session.bus.subscribe(ProgressPrinter(sys.stderr))
     interrupted = False
 

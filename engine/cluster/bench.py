@@ -18,10 +18,10 @@ from cuda_llm.engine.cluster.cluster_pool import ClusterGpuPool, TaskShipper
 from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 from cuda_llm.engine.cluster.compiler import ClusterCompiler
 from cuda_llm.engine.cluster.connection import ClusterError, connect
-from cuda_llm.engine.cluster.fleet import Member, Progress, WorkerFactory, give_back, kill, start_fleet
+from cuda_llm.engine.cluster.fleet import Member, WorkerFactory, give_back, kill, start_fleet
 from cuda_llm.engine.compile.compiler_pool import CompilerPool
 from cuda_llm.engine.core.settings import Settings
-from cuda_llm.engine.judge.judge_environment import sandbox_warning
+from cuda_llm.engine.judge.judge_environment import Progress, sandbox_warning
 
 # How often a task waiting for a GPU checks whether any is left at all.
 LEASE_POLL_S = 5.0

@@ -11,10 +11,10 @@ from cuda_llm.engine.cluster.cluster_pool import ClusterGpuPool, TaskShipper
 from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 from cuda_llm.engine.cluster.compiler import ClusterCompiler
 from cuda_llm.engine.cluster.connection import ClusterConnection, ClusterError, connect
-from cuda_llm.engine.cluster.fleet import Fleet, Member, Progress, WorkerFactory, give_back, kill, start_fleet
+from cuda_llm.engine.cluster.fleet import Fleet, Member, WorkerFactory, give_back, kill, start_fleet
 from cuda_llm.engine.compile.compiler_pool import CompilerPool
 from cuda_llm.engine.core.settings import Settings
-from cuda_llm.engine.judge.judge_environment import JudgeEnvironment
+from cuda_llm.engine.judge.judge_environment import JudgeEnvironment, Progress
 
 
 @dataclass

@@ -33,13 +33,12 @@ from cuda_llm.engine.cluster.connection import (
 from cuda_llm.engine.core.errors import describe
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.protocol import DeviceInfo, RanOn
+from cuda_llm.engine.judge.judge_environment import Progress
 
 # What the GPU actor runs instead of today's GPU worker, when given (a test's fake GPU):
 # called as factory(device_index, settings, log_dir) on the node, it returns an object with
 # GpuWorker's start, validate, profile, peaks, close and restarts.
 WorkerFactory = Callable[..., Any]
-# Where a line meant for the user goes while the fleet starts (the CLI's stderr, the TUI's notices).
-Progress = Callable[[str], None]
 
 State = Literal["ready", "lost", "dead"]
 

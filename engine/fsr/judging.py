@@ -5,10 +5,14 @@ imports the cluster layer, and without --cluster nothing imports Ray (an optiona
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 
 from cuda_llm.engine.core.settings import Settings
-from cuda_llm.engine.judge.judge_environment import JudgeEnvironment, open_local_environment, sandbox_warning
+from cuda_llm.engine.judge.judge_environment import (
+    JudgeEnvironment,
+    Progress,
+    open_local_environment,
+    sandbox_warning,
+)
 
 
 async def open_environment(
@@ -18,7 +22,7 @@ async def open_environment(
     gpus: str | int | None = None,
     cluster: str | None = None,
     compilers: int | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> JudgeEnvironment:
     """`gpus`: "0,1", a single index, or None for every visible GPU. `cluster`: the address of a Ray
     cluster whose GPUs judge instead of this machine's (then `gpus` names a GPU model). `compilers`:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from cuda_llm.engine.fsr.judging import open_environment
 from cuda_llm.engine.fsr.loop import FsrLoop, SessionResult
 from cuda_llm.engine.fsr.prompt import PromptBuilder
 from cuda_llm.engine.gpu.protocol import device_label
-from cuda_llm.engine.judge.judge_environment import JudgeEnvironment
+from cuda_llm.engine.judge.judge_environment import JudgeEnvironment, Progress
 from cuda_llm.engine.llm.base import ModelProvider
 from cuda_llm.engine.llm.preflight import check_model
 from cuda_llm.engine.llm.spec import parse_spec, provider_for, server_of
@@ -150,7 +149,7 @@ async def open_session(
     library: TaskLibrary | None = None,
     store: SessionStore | None = None,
     environment: JudgeEnvironment | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> Session:
     """Open (or resume) a session. `environment` replaces the compiler pool and GPU worker that would
     be opened from the options (tests pass one with a fake GPU runner). `progress` hears the lines

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -22,6 +23,10 @@ from cuda_llm.engine.judge.judge import Judge
 from cuda_llm.engine.task.model import Task
 
 DEFAULT_ARCH = "sm_90"  # what CI compiles for; the H100/H200 the project targets
+
+# Where a line meant for the user goes while an environment opens, before a session's events flow
+# (what a Ray cluster's start waits for): the CLI's stderr, the TUI's notifications.
+Progress = Callable[[str], None]
 
 
 @dataclass
