@@ -32,9 +32,46 @@ def _env(tmp_path, url: str) -> dict[str, str]:
     return {"CUDA_LLM_HOME": str(tmp_path / "home"), "OLLAMA_HOST": url}
 
 
-def list_has_focus(screen: str) -> bool:
-    footer = [line for line in screen.splitlines() if line.strip()][-1]
-    return "Element-wise sum" in screen and footer.lstrip().startswith("s Start")
+def footer(screen: str) -> str:
+    return [line for line in screen.splitlines() if line.strip()][-1].lstrip()
+
+
+def task_filter(screen: str) -> str | None:
+    """What the task filter reads (its placeholder reads as empty), or None where it is not shown."""
+    for line in screen.splitlines()[:8]:
+        if line.rstrip().endswith("Model"):
+            text = line.rstrip().removesuffix("Model").strip()
+            return "" if text == "filter tasks" else text
+    return None
+
+
+def filter_tasks(tmux: Tmux, text: str, timeout: float) -> str:
+    """Type `text` into the start screen's task filter and leave the focus on the list. A key is sent
+    only once the screen shows the one before it taken, and what is sent follows what the screen
+    shows: keys sent before the app reads them are lost, a key sent while a busy app is still on the
+    one before lands in the wrong widget (a loaded CI machine typed "s" into the filter, and read an
+    Esc and the "/" after it as one Alt key), and a key sent twice is undone rather than repeated."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        screen = tmux.screen()
+        typed, keys = task_filter(screen), footer(screen)
+        in_field = keys.startswith("f1 Help")  # a field has the focus: letters type, so the footer offers F-keys
+        try:
+            if not in_field and typed == text and keys.startswith("s Start"):
+                return screen
+            if not in_field:
+                tmux.keys("/")
+                tmux.wait_until(lambda s: footer(s).startswith("f1 Help"), KEY_S, "the focus in the filter")
+            elif typed != text:
+                tmux.keys("C-u")
+                tmux.text(text)
+                tmux.wait_until(lambda s: task_filter(s) == text, KEY_S, f"the filter to read {text!r}")
+            else:
+                tmux.keys("Enter")
+                tmux.wait_until(lambda s: footer(s).startswith("s Start"), KEY_S, "the focus back on the list")
+        except AssertionError:
+            continue  # not taken (yet): look at the screen again and send what it then needs
+    raise AssertionError(f"the task filter never read {text!r} with the list focused; the screen:\n{tmux.screen()}")
 
 
 def test_a_session_in_tmux(tmp_path, llm_server):
@@ -46,23 +83,8 @@ def test_a_session_in_tmux(tmp_path, llm_server):
         # Textual draws on stderr, so nothing is redirected; a crash would show on the screen.
         tmux.start(app_command(args, _env(tmp_path, llm_server.url)), (160, 48))
         tmux.wait_for(["New session", "black_scholes", "loop-model"], START_S, "the start screen")
-        # The first frame is drawn before the app reads keys, and keys sent too early are lost:
-        # type the filter again until the app has taken it.
-        for attempt in range(3):
-            time.sleep(1.0)
-            tmux.keys("/")
-            tmux.text("vector_a")
-            tmux.keys("Enter")
-            try:
-                # The summary shows while the filter still has the focus; "s" sent before Enter has
-                # moved the focus to the list is typed into the filter (a busy machine did: the filter
-                # read "vector_as"). The footer offers "s Start" only once no field has the focus.
-                tmux.wait_until(list_has_focus, 10, "vector_add's summary, with the focus on the task list")
-                break
-            except AssertionError:
-                if attempt == 2:
-                    raise
-                tmux.keys("Escape")
+        filter_tasks(tmux, "vector_a", START_S)
+        tmux.wait_for(["Element-wise sum"], KEY_S, "the summary of vector_add, the one task the filter leaves")
         tmux.keys("s")
         screen = tmux.wait_for(
             [
