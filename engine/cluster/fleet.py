@@ -230,6 +230,8 @@ async def start_fleet(
     # of other models left free are not.)
     held = max(0, total - max(free, count)) + answers.count(None)
     if not members:
+        if answers.count(None) == len(answers) and free >= count:
+            raise ClusterError(not_started_line(connection.address, free, total, first_wait))
         if answers.count(None) == len(answers):
             raise ClusterError(
                 f"every GPU of the Ray cluster at {connection.address} ({total}) is held by other jobs"
@@ -316,6 +318,17 @@ def waiting_line(address: str, free: int, total: int, asked: int, wait_s: float)
         f"Ray counts {free} of the {total} GPU{'s' if total != 1 else ''} of the cluster at {address} free: waiting "
         f"up to {wait_s:.0f} s for {short} more (held by another Ray job that is no cuda-llm session, or freed "
         "and not yet counted)"
+    )
+
+
+def not_started_line(address: str, free: int, total: int, waited_s: float) -> str:
+    """Why a session got no GPU when Ray counted enough of them free and none of its actors answered:
+    not "held by other jobs" (Ray said they were free), but workers too slow to start on a loaded
+    cluster (a CI machine under five times its cores' load took minutes), or GPUs taken meanwhile."""
+    return (
+        f"no GPU actor started on the Ray cluster at {address} within {waited_s:g} s, though Ray counted "
+        f"{free} of its {total} GPU{'s' if total != 1 else ''} free: its nodes were too busy to start Ray's "
+        "workers in time, or another job took the GPUs meanwhile; run again"
     )
 
 
