@@ -68,6 +68,9 @@ class LoopState:
     rejections: list[Rejection] = field(default_factory=list)
     last_failures: list[Judgement] = field(default_factory=list)
     edits: int = 0
+    # The last round's winner the person had not decided on when the session stopped: a resume asks
+    # again before anything else (recorded in that round's summary as "pending").
+    pending: str | None = None
 
 
 @dataclass(frozen=True)
@@ -196,6 +199,9 @@ class FsrLoop:
         if rounds:
             last = [r for r in self._records.values() if r.round == state.round and r.judgement]
             state.last_failures = [r.judgement for r in last if r.judgement is not None and r.judgement.failed]
+            pending = self._records.get(rounds[-1].get("pending") or "")
+            if pending is not None and pending.decision is None and pending.judgement is not None:
+                state.pending = pending.label
         if self._records or rounds:
             self._emit_history(state, rounds)
         return state
@@ -213,6 +219,10 @@ class FsrLoop:
         self.emit(ev.HistoryRestored(self.sid, restored, tuple(rounds), prompts, state.best, state.tokens))
 
     async def _rounds(self, state: LoopState) -> str:
+        if state.pending is not None and not self.judge.compile_only:
+            await self._ask_again(state)
+            if self.control.stopped:
+                return "stopped by the user"
         while True:
             self._apply_pending()
             if state.round >= self.settings.rounds:
@@ -468,6 +478,7 @@ class FsrLoop:
                 "best": state.best.label,
                 "improved": improved,
                 "best_median_us": best_t.median_us if best_t else None,
+                "pending": state.pending,
             },
         )
         self.store.update_session(self.sid, best_label=state.best.label, tokens_used=state.tokens)
@@ -602,6 +613,7 @@ class FsrLoop:
                 if self.control.auto_accept and not self.control.stopped:
                     self._accept(state, r, winner, "auto-accepted")
                     return True
+                state.pending = winner.label  # stopped: undecided, so a resume asks again
                 return False
             if isinstance(decision, Edit):
                 edited = await self._judge_edit(state, r, decision)
@@ -618,6 +630,47 @@ class FsrLoop:
                 return True
             self._reject(state, decision)
             return False
+
+    async def _ask_again(self, state: LoopState) -> None:
+        """The winner left undecided when the session stopped, before the next round: timed again
+        beside the best (a resume may run on another GPU, or the same one at other clocks) and, if it
+        still beats it, offered again (or auto-accepted); its round's summary then says what became
+        of it, so a later resume neither asks twice nor counts the round as one without gain."""
+        label, state.pending = state.pending, None
+        rec = self._records.get(label or "")
+        if rec is None or rec.judgement is None or rec.judgement.candidate is None:
+            return
+        compiled = await self.judge.compile(rec.judgement.candidate)
+        improved = False
+        if isinstance(compiled, Compiled):
+            self._compiled[rec.label] = compiled
+            timing = await self._time_against_best(state, [(compiled, rec.judgement)])
+            again = next((j for j in timing.judgements if j.label == rec.label), None)
+            if again is not None and again.is_correct and again.timing is not None:
+                self._record(again, "profiled", RequestKey(rec.round, 0, 0))
+            if again is not None and self._beats(again, self._best_timing(state, timing, rec.label)):
+                improved = await self._decide(state, state.round, again)
+            else:
+                self.emit(
+                    ev.Notice(
+                        self.sid,
+                        f"{rec.label}, undecided when the session stopped, no longer beats the best "
+                        f"({state.best.label}) timed again beside it: not offered again",
+                    )
+                )
+        if improved:
+            state.no_gain = 0
+            state.history[-1] += f"; {rec.label} accepted on resume"
+        rounds = self.store.rounds(self.sid)
+        if rounds and rounds[-1]["round"] == state.round:
+            summary = rounds[-1] | {"pending": state.pending, "no_gain": state.no_gain, "best": state.best.label}
+            if improved:
+                summary |= {
+                    "history": state.history[-1],
+                    "improved": True,
+                    "best_median_us": state.best.timing.median_us if state.best.timing else None,
+                }
+            self.store.record_round(self.sid, state.round, summary)
 
     def _accept(self, state: LoopState, r: int, winner: Judgement, how: str) -> None:
         previous = state.best

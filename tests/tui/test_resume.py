@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from fakes.fake_gpu import FakeGpu
+
 from cuda_llm.app.options import Defaults, resume_session
 from cuda_llm.app.screens.run import RunScreen
 from cuda_llm.app.screens.start import StartScreen
@@ -134,3 +136,82 @@ async def test_a_compile_only_resume_keeps_its_earlier_rounds(tmp_path, llm_serv
         assert "best: the baseline" in screen_text(app, "#status")
         await wait_for(pilot, lambda: not app.screen.view.running, "the end", 60)
         assert "no winner could be chosen" in screen_text(app, "#status")
+
+
+async def test_a_winner_undecided_when_the_person_quit_is_offered_again_on_resume(tmp_path, llm_server):
+    """Quitting while a round's winner awaits a decision leaves it undecided: the resume offers it
+    again (timed again beside the best) before the next round, rather than counting the round as one
+    without gain and dropping the candidate. Once accepted, a later resume does not ask again."""
+    llm_server.default = streamed("vadd_us40")
+    settings = {"task": "vector_add", "model": "ollama:loop-model", "candidates": 1, "rounds": 1}
+    app = make_app(tmp_path, llm_server.url, target_roofline=0.0, **settings)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        await pilot.press("s")
+        await wait_for(pilot, lambda: awaiting(app) == "r1-1", "the round 1 decision")
+        session_id = app.screen.view.session_id
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, "the quit")
+    db = tmp_path / "sessions.db"
+    store = SessionStore(db)
+    try:
+        assert store.rounds(session_id)[-1]["pending"] == "r1-1"
+        assert store.session(session_id).best_label == "baseline"
+    finally:
+        store.close()
+
+    request = resume_session(Defaults(db=str(db)), session_id, auto_accept=False)
+    app = make_app(tmp_path, llm_server.url, start=request)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await wait_for(pilot, lambda: awaiting(app) == "r1-1", "r1-1 offered again")
+        await pilot.press("a")
+        await wait_for(pilot, lambda: not app.screen.view.running, "the end: its one round was done")
+        assert best_named(app) == {"tree": "r1-1", "status": "r1-1", "latency": "r1-1"}, best_named(app)
+    store = SessionStore(db)
+    try:
+        last = store.rounds(session_id)[-1]
+        assert last["pending"] is None and last["improved"] and last["no_gain"] == 0, last
+        assert last["best"] == "r1-1" and "r1-1 accepted on resume" in last["history"], last
+        assert store.session(session_id).best_label == "r1-1"
+        assert [c.decision for c in store.candidates(session_id) if c.label == "r1-1"] == ["accepted"]
+    finally:
+        store.close()
+
+    app = make_app(tmp_path, llm_server.url, start=resume_session(Defaults(db=str(db)), session_id, auto_accept=False))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await wait_for(pilot, lambda: not app.screen.view.running, "the end, with nothing to ask")
+        assert awaiting(app) is None
+        assert best_named(app)["status"] == "r1-1"
+
+
+async def test_an_undecided_winner_that_no_longer_beats_the_best_is_not_offered_again(tmp_path, llm_server):
+    """Timed again on resume, the undecided winner lost its lead (here: the GPU now runs the baseline
+    at 30 us, faster than its 40): it is not offered, the session says why, and it goes on."""
+    llm_server.default = streamed("vadd_us40")
+    settings = {"task": "vector_add", "model": "ollama:loop-model", "candidates": 1, "rounds": 1}
+    app = make_app(tmp_path, llm_server.url, target_roofline=0.0, **settings)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        await pilot.press("s")
+        await wait_for(pilot, lambda: awaiting(app) == "r1-1", "the round 1 decision")
+        session_id = app.screen.view.session_id
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, "the quit")
+
+    db = tmp_path / "sessions.db"
+    request = resume_session(Defaults(db=str(db)), session_id, auto_accept=False)
+    app = make_app(tmp_path, llm_server.url, FakeGpu(baseline_us=30.0), start=request)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await wait_for(pilot, lambda: not app.screen.view.running, "the end, with nothing to ask")
+        assert awaiting(app) is None
+        said = [line for line in app.screen.view.log if "undecided when the session stopped" in line]
+        assert said and "no longer beats the best (baseline) timed again" in said[0], app.screen.view.log
+    store = SessionStore(db)
+    try:
+        assert store.rounds(session_id)[-1]["pending"] is None
+        assert store.session(session_id).best_label == "baseline"
+    finally:
+        store.close()
