@@ -42,6 +42,12 @@ def candidate_label(key: RequestKey) -> str:
     return f"r{key.round}{fix}-{key.slot + 1}"
 
 
+def _edit_number(label: str) -> int | None:
+    """3 for r2-edit3, a person's third edit of the session; None for any other label."""
+    _, sep, number = label.partition("-edit")
+    return int(number) if sep and number.isdigit() else None
+
+
 def torch_compile_notice(sid: int, result: LibraryResult) -> ev.Notice:
     """torch.compile's figure as the session says it once, or the one line why there is none."""
     t, fig = result.timing, result.figures
@@ -184,6 +190,8 @@ class FsrLoop:
             state.history.append(summary["history"])
             state.no_gain = summary["no_gain"]
         for rec in self._records.values():
+            if (edit := _edit_number(rec.label)) is not None:
+                state.edits = max(state.edits, edit)  # edits are numbered across the session
             if rec.decision == "rejected":
                 state.rejections.append(Rejection(rec.label, rec.decision_reason or ""))
         if session.best_label and session.best_label != BASELINE_LABEL:

@@ -215,3 +215,42 @@ async def test_an_undecided_winner_that_no_longer_beats_the_best_is_not_offered_
         assert store.session(session_id).best_label == "baseline"
     finally:
         store.close()
+
+
+async def test_an_edit_of_the_winner_offered_again_gets_a_label_of_its_own(tmp_path, llm_server, monkeypatch):
+    """Edits are numbered across the session: one made on resume, in the round an earlier edit was made
+    in, is r1-edit2, never a second r1-edit1 that the store and the tree would take for the first."""
+    from tui.test_editing import editor
+
+    monkeypatch.delenv("EDITOR", raising=False)
+    llm_server.default = streamed("vadd_us40")
+    settings = {"task": "vector_add", "model": "ollama:loop-model", "candidates": 1, "rounds": 1}
+    app = make_app(tmp_path, llm_server.url, target_roofline=0.0, **settings)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        await pilot.press("s")
+        await wait_for(pilot, lambda: awaiting(app) == "r1-1", "the round 1 decision")
+        monkeypatch.setenv("VISUAL", editor(tmp_path, "vadd_us40", "vadd_us20"))
+        await pilot.press("e")
+        await wait_for(pilot, lambda: awaiting(app) == "r1-edit1", "the edited kernel's decision")
+        session_id = app.screen.view.session_id
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.is_running, "the quit")
+
+    db = tmp_path / "sessions.db"
+    app = make_app(tmp_path, llm_server.url, start=resume_session(Defaults(db=str(db)), session_id, auto_accept=False))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: awaiting(app) == "r1-edit1", "r1-edit1 offered again")
+        monkeypatch.setenv("VISUAL", editor(tmp_path, "vadd_us20", "vadd_us15"))
+        await pilot.press("e")
+        await wait_for(pilot, lambda: awaiting(app) == "r1-edit2", "the second edit's decision")
+        await pilot.press("a")
+        await wait_for(pilot, lambda: not app.screen.view.running, "the end")
+        mine = [line for line in screen_text(app, "#candidates").splitlines() if "r1-edit2" in line and "★" in line]
+        assert mine and mine[0].endswith("best · accepted"), screen_text(app, "#candidates")
+    store = SessionStore(db)
+    try:
+        labels = [c.label for c in store.candidates(session_id)]
+        assert labels.count("r1-edit1") == 1 and labels.count("r1-edit2") == 1, labels
+    finally:
+        store.close()
