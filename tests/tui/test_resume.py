@@ -138,10 +138,9 @@ async def test_a_compile_only_resume_keeps_its_earlier_rounds(tmp_path, llm_serv
         assert "no winner could be chosen" in screen_text(app, "#status")
 
 
-async def test_a_winner_undecided_when_the_person_quit_is_offered_again_on_resume(tmp_path, llm_server):
-    """Quitting while a round's winner awaits a decision leaves it undecided: the resume offers it
-    again (timed again beside the best) before the next round, rather than counting the round as one
-    without gain and dropping the candidate. Once accepted, a later resume does not ask again."""
+async def quit_at_the_decision(tmp_path, llm_server, edit=None) -> int:
+    """A one-round session of one candidate (r1-1, 40 us), quit while its winner awaits a decision
+    (first edited by `edit`, an $EDITOR command, when given: then the winner is r1-edit1); its id."""
     llm_server.default = streamed("vadd_us40")
     settings = {"task": "vector_add", "model": "ollama:loop-model", "candidates": 1, "rounds": 1}
     app = make_app(tmp_path, llm_server.url, target_roofline=0.0, **settings)
@@ -149,9 +148,21 @@ async def test_a_winner_undecided_when_the_person_quit_is_offered_again_on_resum
         await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
         await pilot.press("s")
         await wait_for(pilot, lambda: awaiting(app) == "r1-1", "the round 1 decision")
+        if edit is not None:
+            edit()
+            await pilot.press("e")
+            await wait_for(pilot, lambda: awaiting(app) == "r1-edit1", "the edited kernel's decision")
         session_id = app.screen.view.session_id
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running, "the quit")
+    return session_id
+
+
+async def test_a_winner_undecided_when_the_person_quit_is_offered_again_on_resume(tmp_path, llm_server):
+    """Quitting while a round's winner awaits a decision leaves it undecided: the resume offers it
+    again (timed again beside the best) before the next round, rather than counting the round as one
+    without gain and dropping the candidate. Once accepted, a later resume does not ask again."""
+    session_id = await quit_at_the_decision(tmp_path, llm_server)
     db = tmp_path / "sessions.db"
     store = SessionStore(db)
     try:
@@ -189,16 +200,7 @@ async def test_a_winner_undecided_when_the_person_quit_is_offered_again_on_resum
 async def test_an_undecided_winner_that_no_longer_beats_the_best_is_not_offered_again(tmp_path, llm_server):
     """Timed again on resume, the undecided winner lost its lead (here: the GPU now runs the baseline
     at 30 us, faster than its 40): it is not offered, the session says why, and it goes on."""
-    llm_server.default = streamed("vadd_us40")
-    settings = {"task": "vector_add", "model": "ollama:loop-model", "candidates": 1, "rounds": 1}
-    app = make_app(tmp_path, llm_server.url, target_roofline=0.0, **settings)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
-        await pilot.press("s")
-        await wait_for(pilot, lambda: awaiting(app) == "r1-1", "the round 1 decision")
-        session_id = app.screen.view.session_id
-        await pilot.press("q")
-        await wait_for(pilot, lambda: not app.is_running, "the quit")
+    session_id = await quit_at_the_decision(tmp_path, llm_server)
 
     db = tmp_path / "sessions.db"
     request = resume_session(Defaults(db=str(db)), session_id, auto_accept=False)
@@ -223,19 +225,9 @@ async def test_an_edit_of_the_winner_offered_again_gets_a_label_of_its_own(tmp_p
     from tui.test_editing import editor
 
     monkeypatch.delenv("EDITOR", raising=False)
-    llm_server.default = streamed("vadd_us40")
-    settings = {"task": "vector_add", "model": "ollama:loop-model", "candidates": 1, "rounds": 1}
-    app = make_app(tmp_path, llm_server.url, target_roofline=0.0, **settings)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
-        await pilot.press("s")
-        await wait_for(pilot, lambda: awaiting(app) == "r1-1", "the round 1 decision")
-        monkeypatch.setenv("VISUAL", editor(tmp_path, "vadd_us40", "vadd_us20"))
-        await pilot.press("e")
-        await wait_for(pilot, lambda: awaiting(app) == "r1-edit1", "the edited kernel's decision")
-        session_id = app.screen.view.session_id
-        await pilot.press("q")
-        await wait_for(pilot, lambda: not app.is_running, "the quit")
+    session_id = await quit_at_the_decision(
+        tmp_path, llm_server, lambda: monkeypatch.setenv("VISUAL", editor(tmp_path, "vadd_us40", "vadd_us20"))
+    )
 
     db = tmp_path / "sessions.db"
     app = make_app(tmp_path, llm_server.url, start=resume_session(Defaults(db=str(db)), session_id, auto_accept=False))
