@@ -111,6 +111,8 @@ class SessionView:
     best_label: str = BASELINE_LABEL
     best: Judgement | None = None
     awaiting: ev.AwaitingDecision | None = None
+    # The winner still awaiting a decision when the session ended (stopped): a resume offers it again.
+    undecided: str | None = None
     latency: list[LatencyPoint] = field(default_factory=list)
     best_by_round: list[tuple[int, float]] = field(default_factory=list)
     tokens_used: int = 0
@@ -324,7 +326,7 @@ class SessionView:
         return {LATENCY, TREE, STATUS}
 
     def _on_AwaitingDecision(self, e: ev.AwaitingDecision) -> set[str]:
-        self.awaiting = e
+        self.awaiting, self.undecided = e, None
         self.state = "awaiting"
         c = self._candidate(e.judgement.label, e.round)
         c.judgement = e.judgement
@@ -341,6 +343,8 @@ class SessionView:
         if self.awaiting is not None and self.awaiting.judgement.label == e.label:
             self.awaiting = None
             self.state = "running"
+        if self.undecided == e.label:
+            self.undecided = None
         why = f": {e.reason}" if e.reason else ""
         self._say(f"{e.label} {e.decision}{why}")
         return {STATUS, TREE, LOG}
@@ -365,6 +369,7 @@ class SessionView:
             self.best_by_round = [p for p in self.best_by_round if p[0] != e.round]
             self.best_by_round.append((e.round, e.best_median_us))
         if self.awaiting is not None and self.awaiting.round == e.round:
+            self._keep_undecided()  # its round ended with no decision: the session was stopped
             self.awaiting = None
             if self.state == "awaiting":
                 self.state = "running"
@@ -385,10 +390,13 @@ class SessionView:
         return {STATUS, LOG}
 
     def _on_SessionFinished(self, e: ev.SessionFinished) -> set[str]:
+        self._keep_undecided()
         self.state, self.state_reason, self.awaiting = "finished", e.reason, None
         if e.best is not None:
             self._adopt_best(e.best)
         self._say(f"session finished: {e.reason}")
+        if self.undecided is not None:
+            self._say(f"{self.undecided} was left undecided: a resume times it again and asks you first")
         return {STATUS, LOG, TREE, LATENCY}
 
     def _on_Failed(self, e: ev.Failed) -> set[str]:
@@ -451,8 +459,13 @@ class SessionView:
             self.state, self.state_reason = "stopped", f"paused: {reason} (resume it from the sessions list)"
         elif status == "finished":
             self.state, self.state_reason = "finished", reason
+        self._keep_undecided()
         self.awaiting = None
         return {STATUS}
+
+    def _keep_undecided(self) -> None:
+        if self.awaiting is not None:
+            self.undecided = self.awaiting.judgement.label
 
     def failed(self, message: str) -> set[str]:
         self.state, self.error = "failed", message

@@ -1075,6 +1075,8 @@ class RunScreen(Screen[None]):
             return
         state = self.view.state
         shown = {"finished": "finished", "failed": "failed", "paused": "paused"}.get(state, "stopped")
+        if self.view.undecided is not None and shown != "failed":
+            shown += f" with {self.view.undecided} awaiting your decision"
         self.app.last_session = (sid, shown, self.request.options.db)  # type: ignore[attr-defined]  # self.app is a CudaLlmApp
 
     def _offer_draft(self, session_id: int) -> None:

@@ -260,7 +260,9 @@ async def test_quit_in_the_editor_with_unsaved_text_asks(tmp_path, llm_server, m
     kept = drafts.kept(str(tmp_path / "sessions.db"))
     assert len(kept) == 1 and "// mine" in kept[0].source
     line = app.quit_line()
-    assert line is not None and re.search(r"session \d+ stopped; resume it with: cuda-llm run --resume \d+", line)
+    assert line is not None and re.search(
+        r"session \d+ stopped with r1-1 awaiting your decision; resume it with: cuda-llm run --resume \d+", line
+    )
 
 
 async def test_the_cursor_stays_on_its_candidate_while_rounds_arrive(tmp_path, llm_server):

@@ -153,8 +153,17 @@ async def quit_at_the_decision(tmp_path, llm_server, edit=None) -> int:
             await pilot.press("e")
             await wait_for(pilot, lambda: awaiting(app) == "r1-edit1", "the edited kernel's decision")
         session_id = app.screen.view.session_id
+        view = app.screen.view
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running, "the quit")
+    # Said as it quits: on the screen's log, and in the line the terminal keeps.
+    winner = "r1-edit1" if edit is not None else "r1-1"
+    assert f"{winner} was left undecided: a resume times it again and asks you first" in view.log, view.log
+    line = app.quit_line()
+    assert line is not None and line.startswith(
+        f"cuda-llm: session {session_id} stopped with {winner} awaiting your decision; "
+        f"resume it with: cuda-llm run --resume {session_id} --db "
+    ), line
     return session_id
 
 
@@ -179,6 +188,7 @@ async def test_a_winner_undecided_when_the_person_quit_is_offered_again_on_resum
         await pilot.press("a")
         await wait_for(pilot, lambda: not app.screen.view.running, "the end: its one round was done")
         assert best_named(app) == {"tree": "r1-1", "status": "r1-1", "latency": "r1-1"}, best_named(app)
+    assert "awaiting" not in (app.quit_line() or "") and "finished" in (app.quit_line() or "")
     store = SessionStore(db)
     try:
         last = store.rounds(session_id)[-1]
