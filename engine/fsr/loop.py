@@ -154,10 +154,11 @@ class FsrLoop:
                 self.store.update_session(self.sid, status="failed", status_message=message)
             self.emit(ev.Failed(self.sid, message))
             raise
+        undecided = f"; {state.pending} awaits a decision, which a resume asks for first" if state.pending else ""
         self.store.update_session(
             self.sid,
             status=status,
-            status_message=reason,
+            status_message=reason + undecided,  # `cuda-llm sessions --json` and the report say it
             best_label=state.best.label,
             tokens_used=state.tokens,
         )

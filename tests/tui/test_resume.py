@@ -177,6 +177,8 @@ async def test_a_winner_undecided_when_the_person_quit_is_offered_again_on_resum
     try:
         assert store.rounds(session_id)[-1]["pending"] == "r1-1"
         assert store.session(session_id).best_label == "baseline"
+        message = store.session(session_id).status_message
+        assert message == "stopped by the user; r1-1 awaits a decision, which a resume asks for first", message
     finally:
         store.close()
 
@@ -195,6 +197,7 @@ async def test_a_winner_undecided_when_the_person_quit_is_offered_again_on_resum
         assert last["pending"] is None and last["improved"] and last["no_gain"] == 0, last
         assert last["best"] == "r1-1" and "r1-1 accepted on resume" in last["history"], last
         assert store.session(session_id).best_label == "r1-1"
+        assert store.session(session_id).status_message == "1 rounds done"
         assert [c.decision for c in store.candidates(session_id) if c.label == "r1-1"] == ["accepted"]
     finally:
         store.close()
