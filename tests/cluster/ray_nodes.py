@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
+
 # The smallest object store Ray accepts: the tests ship a few KiB of task files and cubins.
 OBJECT_STORE_BYTES = 80 * 2**20
 # A node killed by a test is declared dead after about a second instead of Ray's default 30 s.
@@ -16,6 +18,12 @@ FAST_HEALTH_CHECKS = {
     "health_check_period_ms": 500,
     "health_check_failure_threshold": 3,
 }
+
+
+# The cluster tests' settings: no compiler actors unless a test asks for them (they take the head's
+# only CPU), a lost GPU asked again twice a second, and a session with every GPU lost paused after
+# 20 s rather than a minute.
+QUIET = ClusterSettings(remote_compilers=0, revive_poll_s=0.5, lost_grace_s=20.0)
 
 
 def require_ray() -> Any:

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 from fakes.fake_gpu import FakeGpuFactory
-from ray_nodes import require_ray, start_cluster
+from ray_nodes import QUIET, require_ray, start_cluster
 from scripted import chunked, reply
 from session_driver import Recorder, options, run_session
 
@@ -23,7 +23,6 @@ from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.gpu.client import GpusLost
 from cuda_llm.engine.task import TaskLibrary
 
-QUIET = ClusterSettings(remote_compilers=0, revive_poll_s=0.5, lost_grace_s=20.0)
 LABELS = [f"r1-{i}" for i in range(1, 9)]
 
 

@@ -14,12 +14,11 @@ from pathlib import Path
 
 import pytest
 from fakes.fake_gpu import FakeGpu, FakeGpuFactory, OneJobAtATime
-from ray_nodes import add_gpu_node
+from ray_nodes import QUIET, add_gpu_node
 from scripted import GOOD_KERNEL, chunked, reply
 from session_driver import options, run_session
 
 from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
-from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 from cuda_llm.engine.cluster.connection import ClusterError
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.fsr import events as ev
@@ -28,8 +27,6 @@ from cuda_llm.engine.judge.judge_environment import gpu_unavailable_reason
 from cuda_llm.engine.task import TaskLibrary
 
 ROOT = Path(__file__).resolve().parents[2]
-# No compiler actors unless a test asks for them: they take the head's only CPU.
-QUIET = ClusterSettings(remote_compilers=0, revive_poll_s=0.5, lost_grace_s=20.0)
 
 
 async def open_env(cluster, factory=None, **changes):

@@ -15,14 +15,13 @@ from pathlib import Path
 
 import pytest
 from fakes.fake_gpu import FakeGpuFactory
-from ray_nodes import require_ray, start_cluster
+from ray_nodes import QUIET, require_ray, start_cluster
 
 from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
 from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 from cuda_llm.engine.cluster.connection import ClusterError
 from cuda_llm.engine.core.settings import Settings
 
-QUIET = ClusterSettings(remote_compilers=0, revive_poll_s=0.5, lost_grace_s=20.0)
 TESTS = Path(__file__).resolve().parents[1]
 # The kill -9 test's two sessions wait this long for their GPU actor to start: on a CI machine under
 # five times its cores' load a Ray worker took minutes, and the default 120 s refused the session.
