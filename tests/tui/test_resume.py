@@ -259,3 +259,20 @@ async def test_an_edit_of_the_winner_offered_again_gets_a_label_of_its_own(tmp_p
         assert labels.count("r1-edit1") == 1 and labels.count("r1-edit2") == 1, labels
     finally:
         store.close()
+
+
+async def test_a_headless_resume_auto_accepts_the_undecided_winner(tmp_path, llm_server):
+    """`cuda-llm run --resume ID --headless` accepts every round's winner by itself: the winner left
+    undecided in the TUI is timed again and auto-accepted before anything else."""
+    from fakes.fake_gpu import fake_environment
+    from session_driver import run_session
+
+    from cuda_llm.engine.fsr import events as ev
+    from cuda_llm.engine.fsr.session import SessionOptions
+
+    session_id = await quit_at_the_decision(tmp_path, llm_server)
+    opts = SessionOptions(task=None, model=None, db=str(tmp_path / "sessions.db"), resume=session_id)
+    result, rec = await run_session(opts, host=llm_server.url, environment=fake_environment(FakeGpu()))
+    assert result.status == "finished" and result.best is not None and result.best.label == "r1-1", result
+    assert [(e.label, e.decision) for e in rec.of(ev.DecisionMade)] == [("r1-1", "auto-accepted")]
+    assert not rec.of(ev.AwaitingDecision)
