@@ -186,11 +186,7 @@ async def start_fleet(
     held_by_sessions = sum(_owner_of(n) is not None for n in names)
     wanted = gpus_to_ask(free, total, held_by_sessions)
     if wanted == 0:
-        raise ClusterError(
-            f"every GPU of the Ray cluster at {connection.address} ({total}) is held by other jobs"
-            + (f" ({held_by})" if held_by else "")
-            + "; run again when one is free"
-        )
+        raise ClusterError(held_line(connection.address, total, held_by))
     accelerator, of_type = await _accelerator_type(model)
     count = wanted if accelerator is None else min(wanted, of_type)  # no actor waits for another model's GPU
     # The actor restarts when its process dies (max_restarts=-1), on its node or wherever a GPU
@@ -230,13 +226,11 @@ async def start_fleet(
     # of other models left free are not.)
     held = max(0, total - max(free, count)) + answers.count(None)
     if not members:
-        if answers.count(None) == len(answers) and free >= count:
-            raise ClusterError(not_started_line(connection.address, free, total, first_wait))
-        if answers.count(None) == len(answers):
+        if answers.count(None) == len(answers):  # no actor answered: Ray counted enough free, or not
             raise ClusterError(
-                f"every GPU of the Ray cluster at {connection.address} ({total}) is held by other jobs"
-                + (f" ({held_by})" if held_by else "")
-                + "; run again when one is free"
+                not_started_line(connection.address, free, total, first_wait)
+                if free >= count
+                else held_line(connection.address, total, held_by)
             )
         reasons = "; ".join(sorted(set(refused)))
         raise ClusterError(f"no GPU of the Ray cluster at {connection.address} can judge: {reasons}")
@@ -319,6 +313,12 @@ def waiting_line(address: str, free: int, total: int, asked: int, wait_s: float)
         f"up to {wait_s:.0f} s for {short} more (held by another Ray job that is no cuda-llm session, or freed "
         "and not yet counted)"
     )
+
+
+def held_line(address: str, total: int, held_by: str) -> str:
+    """Why a session got no GPU when others hold them all (`held_by`: who, where their names say)."""
+    by = f" ({held_by})" if held_by else ""
+    return f"every GPU of the Ray cluster at {address} ({total}) is held by other jobs{by}; run again when one is free"
 
 
 def not_started_line(address: str, free: int, total: int, waited_s: float) -> str:

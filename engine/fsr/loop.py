@@ -477,19 +477,7 @@ class FsrLoop:
         )
         state.history.append(line)
         state.round = r
-        self.store.record_round(
-            self.sid,
-            r,
-            {
-                "round": r,
-                "history": line,
-                "no_gain": state.no_gain,
-                "best": state.best.label,
-                "improved": improved,
-                "best_median_us": best_t.median_us if best_t else None,
-                "pending": state.pending,
-            },
-        )
+        self._record_round(state, improved)
         self.store.update_session(self.sid, best_label=state.best.label, tokens_used=state.tokens)
         fig = state.best.figures
         self.emit(
@@ -670,16 +658,27 @@ class FsrLoop:
         if improved:
             state.no_gain = 0
             state.history[-1] += f"; {rec.label} accepted on resume"
-        rounds = self.store.rounds(self.sid)
-        if rounds and rounds[-1]["round"] == state.round:
-            summary = rounds[-1] | {"pending": state.pending, "no_gain": state.no_gain, "best": state.best.label}
-            if improved:
-                summary |= {
-                    "history": state.history[-1],
-                    "improved": True,
-                    "best_median_us": state.best.timing.median_us if state.best.timing else None,
-                }
-            self.store.record_round(self.sid, state.round, summary)
+            self._record_round(state, improved)
+        else:  # the round as recorded, its figures those of its own time; only what is pending changes
+            last = self.store.rounds(self.sid)[-1]  # this round: `pending` comes from the last one only
+            self.store.record_round(self.sid, state.round, last | {"pending": state.pending})
+
+    def _record_round(self, state: LoopState, improved: bool) -> None:
+        """The summary of the last finished round (state.round), as a resume reads it back."""
+        best_t = state.best.timing
+        self.store.record_round(
+            self.sid,
+            state.round,
+            {
+                "round": state.round,
+                "history": state.history[-1],
+                "no_gain": state.no_gain,
+                "best": state.best.label,
+                "improved": improved,
+                "best_median_us": best_t.median_us if best_t else None,
+                "pending": state.pending,
+            },
+        )
 
     def _accept(self, state: LoopState, r: int, winner: Judgement, how: str) -> None:
         previous = state.best

@@ -14,8 +14,6 @@ async def test_the_overhead_bench_measures_both_paths_and_says_where():
     assert set(figures) == {"local", "ray 1"}
     assert set(figures["ray 1"]) == {"validate_ms", "profile_ms", "empty_call_ms", "validate_call_ms"}
     assert all(v > 0 for f in figures.values() for v in f.values()), figures
-    # A call that crosses processes costs more than one inside this one.
-    assert figures["ray 1"]["validate_ms"] > figures["local"]["validate_ms"], figures
     lines = report(figures, 2)
     assert lines[0].startswith("host: ") and "Ray " in lines[0] and "median of 2" in lines[0], lines
     assert lines[2].lstrip().startswith("ray 1: validations") and "one call: empty" in lines[2], lines

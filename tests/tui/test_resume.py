@@ -139,8 +139,8 @@ async def test_a_compile_only_resume_keeps_its_earlier_rounds(tmp_path, llm_serv
 
 
 async def quit_at_the_decision(tmp_path, llm_server, edit=None) -> int:
-    """A one-round session of one candidate (r1-1, 40 us), quit while its winner awaits a decision
-    (first edited by `edit`, an $EDITOR command, when given: then the winner is r1-edit1); its id."""
+    """A one-round session of one candidate (r1-1, 40 us), quit while its winner awaits a decision; its
+    id. With `edit` (a callable that sets the person's editor) the winner is first edited: r1-edit1."""
     llm_server.default = streamed("vadd_us40")
     settings = {"task": "vector_add", "model": "ollama:loop-model", "candidates": 1, "rounds": 1}
     app = make_app(tmp_path, llm_server.url, target_roofline=0.0, **settings)
@@ -152,8 +152,8 @@ async def quit_at_the_decision(tmp_path, llm_server, edit=None) -> int:
             edit()
             await pilot.press("e")
             await wait_for(pilot, lambda: awaiting(app) == "r1-edit1", "the edited kernel's decision")
-        session_id = app.screen.view.session_id
         view = app.screen.view
+        session_id = view.session_id
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running, "the quit")
     # Said as it quits: on the screen's log, and in the line the terminal keeps.
@@ -165,6 +165,12 @@ async def quit_at_the_decision(tmp_path, llm_server, edit=None) -> int:
         f"resume it with: cuda-llm run --resume {session_id} --db "
     ), line
     return session_id
+
+
+def resumed(tmp_path, llm_server, session_id: int, gpu: FakeGpu | None = None):
+    """The app as `cuda-llm run --resume ID` opens it, decisions left to the person."""
+    request = resume_session(Defaults(db=str(tmp_path / "sessions.db")), session_id, auto_accept=False)
+    return make_app(tmp_path, llm_server.url, gpu, start=request)
 
 
 async def test_a_winner_undecided_when_the_person_quit_is_offered_again_on_resume(tmp_path, llm_server):
@@ -182,8 +188,7 @@ async def test_a_winner_undecided_when_the_person_quit_is_offered_again_on_resum
     finally:
         store.close()
 
-    request = resume_session(Defaults(db=str(db)), session_id, auto_accept=False)
-    app = make_app(tmp_path, llm_server.url, start=request)
+    app = resumed(tmp_path, llm_server, session_id)
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
         await wait_for(pilot, lambda: awaiting(app) == "r1-1", "r1-1 offered again")
@@ -202,7 +207,7 @@ async def test_a_winner_undecided_when_the_person_quit_is_offered_again_on_resum
     finally:
         store.close()
 
-    app = make_app(tmp_path, llm_server.url, start=resume_session(Defaults(db=str(db)), session_id, auto_accept=False))
+    app = resumed(tmp_path, llm_server, session_id)
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
         await wait_for(pilot, lambda: not app.screen.view.running, "the end, with nothing to ask")
@@ -216,8 +221,7 @@ async def test_an_undecided_winner_that_no_longer_beats_the_best_is_not_offered_
     session_id = await quit_at_the_decision(tmp_path, llm_server)
 
     db = tmp_path / "sessions.db"
-    request = resume_session(Defaults(db=str(db)), session_id, auto_accept=False)
-    app = make_app(tmp_path, llm_server.url, FakeGpu(baseline_us=30.0), start=request)
+    app = resumed(tmp_path, llm_server, session_id, FakeGpu(baseline_us=30.0))
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
         await wait_for(pilot, lambda: not app.screen.view.running, "the end, with nothing to ask")
@@ -243,7 +247,7 @@ async def test_an_edit_of_the_winner_offered_again_gets_a_label_of_its_own(tmp_p
     )
 
     db = tmp_path / "sessions.db"
-    app = make_app(tmp_path, llm_server.url, start=resume_session(Defaults(db=str(db)), session_id, auto_accept=False))
+    app = resumed(tmp_path, llm_server, session_id)
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: awaiting(app) == "r1-edit1", "r1-edit1 offered again")
         monkeypatch.setenv("VISUAL", editor(tmp_path, "vadd_us20", "vadd_us15"))
