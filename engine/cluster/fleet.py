@@ -324,7 +324,7 @@ def held_line(address: str, total: int, held_by: str) -> str:
 def not_started_line(address: str, free: int, total: int, waited_s: float) -> str:
     """Why a session got no GPU when Ray counted enough of them free and none of its actors answered:
     not "held by other jobs" (Ray said they were free), but workers too slow to start on a loaded
-    cluster (a CI machine under five times its cores' load took minutes), or GPUs taken meanwhile."""
+    cluster (a 2-core machine with eight busy loops beside it took over 120 s), or GPUs taken meanwhile."""
     return (
         f"no GPU actor started on the Ray cluster at {address} within {waited_s:g} s, though Ray counted "
         f"{free} of its {total} GPU{'s' if total != 1 else ''} free: its nodes were too busy to start Ray's "

@@ -23,8 +23,8 @@ from cuda_llm.engine.cluster.connection import ClusterError
 from cuda_llm.engine.core.settings import Settings
 
 TESTS = Path(__file__).resolve().parents[1]
-# The kill -9 test's two sessions wait this long for their GPU actor to start: on a CI machine under
-# five times its cores' load a Ray worker took minutes, and the default 120 s refused the session.
+# The kill -9 test's two sessions wait this long for their GPU actor to start: CI refused its driver
+# once, and on a 2-core machine with eight busy loops beside it the actor took over the default 120 s.
 # (Its check does not lean on the wait: a GPU held by the dead session's actor refuses the resume
 # after the placement grace, not this.)
 PATIENT_START_S = 600.0
@@ -167,7 +167,7 @@ async def test_a_session_says_it_waits_for_a_gpu_a_plain_ray_job_holds_then_is_r
 
 async def test_gpus_ray_counts_free_but_too_slow_to_start_are_not_said_held_by_other_jobs():
     """Ray counted the GPU free and nothing holds it, but its actor did not start in time (a loaded
-    CI machine took minutes): the line says that, not that other jobs hold the GPUs."""
+    machine took over 120 s): the line says that, not that other jobs hold the GPUs."""
     require_ray()
     cluster = start_cluster(2, head_gpus=0)  # one GPU, on the worker node
     address = cluster.address
