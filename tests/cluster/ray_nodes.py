@@ -20,10 +20,15 @@ FAST_HEALTH_CHECKS = {
 }
 
 
+# How long a test's GPU actors get to start. No test checks that wait (those that want a refusal set
+# their own short one), and a loaded CI machine took over 120 s (the product's default) to start Ray's
+# workers: a test that waits longer passes later instead of failing.
+PATIENT_START_S = 600.0
+
 # The cluster tests' settings: no compiler actors unless a test asks for them (they take the head's
-# only CPU), a lost GPU asked again twice a second, and a session with every GPU lost paused after
-# 20 s rather than a minute.
-QUIET = ClusterSettings(remote_compilers=0, revive_poll_s=0.5, lost_grace_s=20.0)
+# only CPU), a lost GPU asked again twice a second, a session with every GPU lost paused after 20 s
+# rather than a minute, and actors that start as slowly as the machine makes them.
+QUIET = ClusterSettings(remote_compilers=0, revive_poll_s=0.5, lost_grace_s=20.0, start_timeout_s=PATIENT_START_S)
 
 
 def require_ray() -> Any:

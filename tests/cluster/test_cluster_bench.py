@@ -9,12 +9,12 @@ from pathlib import Path
 
 from fakes.fake_gpu import FakeGpu, FakeGpuFactory, fake_environment
 from llm_servers import RecordedRequest, Reply
+from ray_nodes import QUIET
 from scripted import chunked, reply
 
 from cuda_llm.app.cli.bench_cmd import document, request_from_args, run_bench
 from cuda_llm.app.cli.bench_table import markdown
 from cuda_llm.app.cli.main import parse
-from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
 from cuda_llm.engine.store.sessions import SessionStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +76,7 @@ async def test_bench_on_the_cluster_gives_the_same_table_with_a_gpu_per_task(tmp
     rows_there = await run_bench(
         request_there,
         worker_factory=FakeGpuFactory(delay_s=0.3),
-        cluster_settings=ClusterSettings(remote_compilers=0),
+        cluster_settings=QUIET,
     )
     assert [r.task for r in rows_there] == TASKS
     said = capsys.readouterr().err

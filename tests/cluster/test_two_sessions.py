@@ -5,7 +5,6 @@ instead of "held by other jobs" for the dead session itself."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import socket
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from fakes.fake_gpu import FakeGpuFactory
-from ray_nodes import QUIET, require_ray, start_cluster
+from ray_nodes import PATIENT_START_S, QUIET, require_ray, start_cluster
 
 from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
 from cuda_llm.engine.cluster.cluster_settings import ClusterSettings
@@ -23,11 +22,6 @@ from cuda_llm.engine.cluster.connection import ClusterError
 from cuda_llm.engine.core.settings import Settings
 
 TESTS = Path(__file__).resolve().parents[1]
-# The kill -9 test's two sessions wait this long for their GPU actor to start: CI refused its driver
-# once, and on a 2-core machine with eight busy loops beside it the actor took over the default 120 s.
-# (Its check does not lean on the wait: a GPU held by the dead session's actor refuses the resume
-# after the placement grace, not this.)
-PATIENT_START_S = 600.0
 
 HOLD_A_GPU = """
 import asyncio, sys
@@ -205,7 +199,7 @@ async def test_a_resume_right_after_a_kill_9_of_a_client_gets_its_gpu_back(tmp_p
         assert said == "holding 1", f"the first driver could not take the GPU: {driver_err.read_text()[-3000:]}"
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
-        resumed = await open_env(address, cluster=dataclasses.replace(QUIET, start_timeout_s=PATIENT_START_S))
+        resumed = await open_env(address)
         try:
             assert resumed.gpu.size == 1, "the dead driver's GPU came back to its resume"
         finally:
