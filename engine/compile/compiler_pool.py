@@ -65,6 +65,8 @@ class CompilerPool:
         return self._idle
 
     async def _wait_ready(self, process: CompilerProcess) -> None:
+        if process.info is not None:
+            return  # started long ago: no trip through a thread (a round's compiles all ask at once)
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._threads, process.wait_ready, self.settings.start_timeout_s)
 
