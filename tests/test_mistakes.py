@@ -359,6 +359,18 @@ def test_every_option_has_help_text(command, options):
         assert action.help, f"{command} {option} has no help text"
 
 
+@pytest.mark.parametrize(("command", "actions"), [("tasks", "[new | import]"), ("sessions", "[rm | prune]")])
+def test_a_command_s_help_names_its_subcommands_in_the_usage(capsys, command, actions):
+    """`tasks` and `sessions` do something alone and have subcommands: the usage line names them (an
+    empty name left `[--json]  ...` and an empty row under the positional arguments)."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    usage = " ".join(out.split("\n\n")[0].split())
+    assert usage.endswith(f"{actions} ..."), usage
+    assert "\n  \n" not in out, out
+
+
 def test_python_m_cuda_llm_is_the_command():
     done = child("--version")
     assert done.returncode == 0 and done.stdout.decode().startswith("cuda-llm ")

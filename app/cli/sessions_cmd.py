@@ -233,7 +233,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=positive_int, default=50, help="show the newest N sessions (default 50)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=list_sessions)
-    ssub = p.add_subparsers(dest="sessions_command", metavar="")
+    ssub = p.add_subparsers(dest="sessions_command", metavar="[rm | prune]")
     rm = ssub.add_parser("rm", help="remove sessions and everything recorded for them")
     rm.add_argument("ids", nargs="+", type=int, metavar="ID", help="the sessions (`cuda-llm sessions` lists them)")
     rm.add_argument("--db", help="sessions database (default: the user data folder)")

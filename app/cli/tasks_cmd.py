@@ -208,7 +208,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=list_tasks)
-    tsub = p.add_subparsers(dest="tasks_command", metavar="")
+    tsub = p.add_subparsers(dest="tasks_command", metavar="[new | import]")
     n = tsub.add_parser("new", help="scaffold a new task that validates out of the box")
     n.add_argument("name", nargs="?", help="the task's name (a C identifier)")
     n.add_argument("--dir", help="where to create it (default: the user task folder)")
