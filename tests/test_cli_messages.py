@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_run import cli, one_line
 from fakes.fake_gpu import FakeGpu, fake_environment
 from llm_servers import Reply
 from scripted import GOOD_KERNEL, GOOD_PLAN, chunked, reply
@@ -27,22 +28,6 @@ from cuda_llm.engine.gpu.library import cupy_missing
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = ROOT / "tasks" / "vector_add"
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse's own exits
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def one_line(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 def child(*argv: str, stdout=subprocess.PIPE, env: dict[str, str] | None = None, stdin: bytes | None = None):

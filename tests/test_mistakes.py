@@ -12,28 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_run import cli, one_line
 from scripted import chunked, reply
 
 from cuda_llm.app.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = ROOT / "tasks" / "vector_add"
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse's own exits
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def one_line(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 def child(*argv: str, env: dict[str, str] | None = None, **kwargs) -> subprocess.CompletedProcess:

@@ -9,8 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from cli_run import cli, one_line
 
-from cuda_llm.app.cli.main import main
 from cuda_llm.engine.torchtask import inspect_module
 
 GOOD = """
@@ -32,22 +32,6 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def one_line(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
