@@ -32,7 +32,8 @@ def terminal_missing() -> str | None:
 
 def refusal(args: argparse.Namespace) -> str | None:
     """Why the UI cannot start for these arguments, as one line, before anything is built: no
-    terminal (started from a script, `cuda-llm </dev/null >file`), or a task that cannot be loaded."""
+    terminal (started from a script, `cuda-llm </dev/null >file`), a `run` without a task or a model,
+    or a task that cannot be loaded."""
     missing = terminal_missing()
     if missing is not None:
         return (
@@ -40,6 +41,12 @@ def refusal(args: argparse.Namespace) -> str | None:
             "`cuda-llm run TASK --model SPEC --headless` (`cuda-llm --help` lists the commands)"
         )
     task = getattr(args, "task", None)
+    if getattr(args, "command", None) == "run":
+        from cuda_llm.app.cli.run_cmd import missing_to_run
+
+        missing = missing_to_run(task, args.model, args.resume)
+        if missing is not None:
+            return missing
     if getattr(args, "command", None) == "run" and task:
         from cuda_llm.engine.core.errors import UserError
         from cuda_llm.engine.task import TaskLibrary
@@ -81,9 +88,6 @@ def run_tui(args: argparse.Namespace) -> int:
         overrides["model"] = args.model
     start = None
     if getattr(args, "command", None) == "run":
-        if args.resume is None and (not args.task or not args.model):
-            print("cuda-llm: run needs TASK and --model SPEC (or --resume ID)", file=sys.stderr)
-            return 2
         start = SessionRequest(session_options(args, args.task))
     config = Path(args.config) if getattr(args, "config", None) else None
     follow_the_terminal()

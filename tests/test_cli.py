@@ -90,7 +90,12 @@ def test_eval_of_a_reply_with_a_compile_error_exits_1_and_names_the_line(tmp_pat
     [
         (["eval", "no_such_task", "x.md"], "unknown task 'no_such_task'"),
         (["run", "vector_add", "--model", "gopher:7b", "--headless", "--compile-only"], "unknown model spec"),
-        (["run", "vector_add", "--headless"], "run needs TASK and --model"),
+        (
+            ["run", "vector_add", "--headless"],
+            "run needs --model SPEC (use ollama:MODEL, openai:MODEL or replay:SESSION)",
+        ),
+        (["run", "--model", "ollama:x", "--headless"], "run needs TASK (or --resume ID)"),
+        (["run", "--headless"], "run needs TASK and --model SPEC (or --resume ID)"),
         (["export", "999"], "no session database at"),
     ],
 )

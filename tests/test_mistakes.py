@@ -231,6 +231,28 @@ def test_run_with_an_unknown_task_in_the_tui_is_one_line_before_the_app(capsys, 
     assert code == 2 and "unknown task 'vector_ad' (did you mean 'vector_add'?)" in one_line(err)
 
 
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["run", "vector_add"],
+            "run needs --model SPEC (use ollama:MODEL, openai:MODEL or replay:SESSION), or --resume ID",
+        ),
+        (["run"], "run needs TASK and --model SPEC (or --resume ID); `cuda-llm tasks` lists the tasks"),
+    ],
+)
+def test_run_in_the_tui_without_a_model_or_task_says_which_before_the_app(capsys, monkeypatch, argv, line):
+    """The TUI's `run` and the headless one say the same line (app/cli/run_cmd.py, missing_to_run)."""
+    from cuda_llm.app import main as tui_main
+    from cuda_llm.app.app import CudaLlmApp
+    from cuda_llm.app.launcher import main as launcher
+
+    monkeypatch.setattr(tui_main, "terminal_missing", lambda: None)
+    monkeypatch.setattr(CudaLlmApp, "run", lambda self, *a, **k: pytest.fail("the app was started"))
+    code = launcher(argv)
+    assert code == 2 and one_line(capsys.readouterr().err) == f"cuda-llm: {line}"
+
+
 # ---- item 12: tasks new with a built-in name --------------------------------------------------------------
 
 

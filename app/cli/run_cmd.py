@@ -237,9 +237,23 @@ def resume_command(session_id: int, db: str | None, provider, cluster: str | Non
     return shlex.join(words)
 
 
+def missing_to_run(task: str | None, model: str | None, resume: int | None) -> str | None:
+    """What `run` lacks to start a session, as the one line a user reads (the TUI's and the headless
+    run's alike); None when it has a task and a model, or a session to resume."""
+    if resume is not None or (task and model):
+        return None
+    if not model and task:
+        from cuda_llm.engine.llm.spec import spec_help
+
+        return f"run needs --model SPEC ({spec_help()}), or --resume ID"
+    also = "" if model else " and --model SPEC"
+    return f"run needs TASK{also} (or --resume ID); `cuda-llm tasks` lists the tasks"
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.resume is None and (not args.task or not args.model):
-        error("run needs TASK and --model SPEC (or --resume ID); `cuda-llm tasks` lists the tasks")
+    missing = missing_to_run(args.task, args.model, args.resume)
+    if missing is not None:
+        error(missing)
         return 2
     options = session_options(args, args.task)
     return asyncio.run(run_headless(options, args.json))
