@@ -3,7 +3,9 @@ one, and helpers that stream them in chunks from the loopback server."""
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Callable
 
 from llm_servers import Reply
 
@@ -34,6 +36,14 @@ def reply(kernel: str = GOOD_KERNEL, plan: dict | None = GOOD_PLAN, note: str = 
 
 def chunked(text: str, size: int = 40) -> Reply:
     return Reply.text(*[text[i : i + size] for i in range(0, len(text), size)])
+
+
+def numbered(text: str) -> Callable[[object], Reply]:
+    """A responder (`server.default`) whose every reply is another program: the reply `text` with a
+    comment that numbers it on its kernel's first line. The same reply twice would be a repeat,
+    which the loop does not judge again (engine/fsr/repeats.py)."""
+    count = itertools.count(1)
+    return lambda _request: chunked(text.replace("```cuda\n", f"```cuda\n// reply {next(count)}\n", 1))
 
 
 TAIL_UNWRITTEN_KERNEL = GOOD_KERNEL.replace("for (int j = i; j < n; ++j) c[j] = a[j] + b[j];", "")

@@ -38,6 +38,10 @@ class StatusInfo:
     rank: int | None
     compiled: bool  # the source compiled and its plan bound (bench counts these)
     timed: bool = False  # it was profiled: its figures are a latency and shares of the ceilings
+    # The program's own verdict, which judging it again in the session would repeat: a reply that
+    # repeats a judged program keeps it (engine/fsr/repeats.py). A crash or a time-out may be the
+    # machine's, and is judged again.
+    repeatable: bool = True
 
     @property
     def failure(self) -> bool:
@@ -49,13 +53,15 @@ STATUSES: dict[str, StatusInfo] = {
     "compile_error": StatusInfo("compile error", "✗", "status-wrong", 4, compiled=False),
     "compiled": StatusInfo("compiled", "○", "status-compiled", None, compiled=True),
     "launch_error": StatusInfo("launch error", "!", "status-crashed", 1, compiled=False),
-    "crashed": StatusInfo("crashed", "!", "status-crashed", 3, compiled=True),
-    "timed_out": StatusInfo("timed out", "∞", "status-crashed", 2, compiled=True),
+    "crashed": StatusInfo("crashed", "!", "status-crashed", 3, compiled=True, repeatable=False),
+    "timed_out": StatusInfo("timed out", "∞", "status-crashed", 2, compiled=True, repeatable=False),
     "wrong": StatusInfo("wrong", "✗", "status-wrong", 0, compiled=True),
     "correct": StatusInfo("correct", "✓", "status-correct", None, compiled=True, timed=True),
-    "suspect": StatusInfo("suspect", "?", "status-crashed", None, compiled=True, timed=True),
+    # Decided by its timing, which a repeat does not have.
+    "suspect": StatusInfo("suspect", "?", "status-crashed", None, compiled=True, timed=True, repeatable=False),
 }
 assert tuple(STATUSES) == get_args(Status) and set(get_args(Verdict)) | set(get_args(FaultKind)) <= set(STATUSES)
 
 FAILED = frozenset(s for s, info in STATUSES.items() if info.failure)
 TIMED = frozenset(s for s, info in STATUSES.items() if info.timed)
+REPEATABLE = frozenset(s for s, info in STATUSES.items() if info.repeatable)

@@ -24,6 +24,7 @@ from cuda_llm.engine.core.settings import LoopSettings
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller, Decision, Edit
 from cuda_llm.engine.fsr.prompt import PromptBuilder, Rejection
+from cuda_llm.engine.fsr.repeats import JudgedPrograms, history_note, repeat_of
 from cuda_llm.engine.gpu.client import GpusLost
 from cuda_llm.engine.gpu.protocol import Timing, device_label, is_compile_only
 from cuda_llm.engine.judge.judge import Judge
@@ -112,6 +113,8 @@ class FsrLoop:
         self.bus = bus
         self.provider_factory = provider_factory
         self._compiled: dict[str, Compiled] = {}
+        # What the session has judged, so that a reply repeating a program is not judged again.
+        self._programs = JudgedPrograms()
         self._started = time.monotonic()
         self._records: dict[str, CandidateRecord] = {r.label: r for r in store.candidates(session_id)}
         # Why hardware counters cannot be read here, once a run has said so: none are tried again.
@@ -174,6 +177,7 @@ class FsrLoop:
         if base_j.status not in ("correct", "compiled"):
             raise UserError(f"the baseline of task {self.judge.task.name!r} fails its own validation: {base_j.message}")
         self._record(base_j, "profiled" if base_j.timing else "validated", RequestKey(0, 0, 0))
+        self._programs.remember(base_j)
         state = LoopState(best=base_j, best_compiled=await self.judge.baseline())
         if not self.judge.compile_only:
             library = await self.judge.library()
@@ -190,6 +194,10 @@ class FsrLoop:
             state.round = summary["round"]
             state.history.append(summary["history"])
             state.no_gain = summary["no_gain"]
+        # The model's candidates in the order judged, so that a repeat is known again as one.
+        for rec in sorted(self._records.values(), key=lambda r: (r.round, r.attempt, r.slot)):
+            if rec.judgement is not None and rec.judgement.candidate and rec.judgement.candidate.origin == "model":
+                self._programs.remember(rec.judgement)
         for rec in self._records.values():
             if (edit := _edit_number(rec.label)) is not None:
                 state.edits = max(state.edits, edit)  # edits are numbered across the session
@@ -400,7 +408,17 @@ class FsrLoop:
                     f"was cut off: send only the kernels, the plan and a few sentences. {cand.message}",
                 )
             return self._record(cand, "parsed", key)
-        return await self._judge_candidate(cand, key)
+        first = await self._programs.earlier(cand)
+        if first is not None:
+            return self._record(repeat_of(first, cand), "validated", key)
+        judging = self._programs.judging(cand)
+        try:
+            judgement = await self._judge_candidate(cand, key)
+        except BaseException:
+            self._programs.forget(cand, judging)
+            raise
+        judging.set_result(judgement)
+        return judgement
 
     async def _judge_candidate(self, cand: Candidate, key: RequestKey) -> Judgement:
         compiled = await self.judge.compile(cand)
@@ -430,7 +448,7 @@ class FsrLoop:
         (cubins are not stored) so they can be timed."""
         j = rec.judgement
         assert j is not None
-        if j.is_correct and j.candidate is not None:
+        if j.is_correct and j.candidate is not None and j.label not in self._programs.repeats:
             compiled = await self.judge.compile(j.candidate)
             if isinstance(compiled, Compiled):
                 self._compiled[j.label] = compiled
@@ -448,6 +466,7 @@ class FsrLoop:
             by_label = {j.label: j for j in timing.judgements}
             for j in timing.judgements:
                 self._record(j, "profiled", RequestKey(r, 0, 0))
+                self._programs.settle(j)
             self.emit(
                 ev.RoundProfiled(
                     self.sid, r, timing, state.best.label, state.best.timing.median_us if state.best.timing else None
@@ -475,6 +494,9 @@ class FsrLoop:
             + (f" ({speed})" if (speed := speedup_text(state.best.figures)) else "")
             + (" (new)" if improved else "")
         )
+        repeated = [(j.label, first) for j in judged if (first := self._programs.repeats.get(j.label))]
+        if repeated:
+            line += f"; {history_note(repeated)}, not judged again"
         state.history.append(line)
         state.round = r
         self._record_round(state, improved)

@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 from fakes.fake_gpu import FakeGpuFactory
 from ray_nodes import QUIET, require_ray, start_cluster
-from scripted import chunked, reply
+from scripted import numbered, reply
 from session_driver import Recorder, options, run_session
 
 from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
@@ -53,7 +53,7 @@ async def run_and_strike(
 ):
     """A one-round session of `candidates` on the cluster's (fake, `job_s` a job) GPUs, with `strike`
     run while they validate. Returns (the result, every event, the pool)."""
-    llm_server.default = chunked(reply())
+    llm_server.default = numbered(reply())  # as many programs as candidates, none a repeat
     env = await open_env(address, FakeGpuFactory(delay_s=job_s), cluster_settings)
     recorder = Recorder()
     hook = kill_when_validating(recorder, strike)

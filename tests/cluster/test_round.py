@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from fakes.fake_gpu import FakeGpu, FakeGpuFactory, OneJobAtATime
 from ray_nodes import QUIET, add_gpu_node
-from scripted import GOOD_KERNEL, chunked, reply
+from scripted import GOOD_KERNEL, numbered, reply
 from session_driver import options, run_session
 
 from cuda_llm.engine.cluster.cluster_environment import open_cluster_environment
@@ -36,7 +36,7 @@ async def open_env(cluster, factory=None, **changes):
 
 
 async def test_a_round_of_8_is_judged_across_the_nodes(tmp_path, llm_server, ray_cluster):
-    llm_server.default = chunked(reply())
+    llm_server.default = numbered(reply())  # eight programs, not one and seven repeats
     env = await open_env(ray_cluster, FakeGpuFactory(delay_s=0.4))
     assert env.gpu.size == 3 and "3 x Fake H100 on 3 node(s)" in env.notice
     result, rec = await run_session(

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from fakes.fake_gpu import FakeGpu, FakeGpuPool, fake_environment
 from recorded_outputs import RECORDED
-from scripted import GOOD_KERNEL, GOOD_PLAN, chunked, reply
+from scripted import GOOD_KERNEL, GOOD_PLAN, chunked, numbered, reply
 from session_driver import Recorder, options, run_session
 
 from cuda_llm.app.cli.report import markdown, session_report
@@ -42,7 +42,7 @@ def replayed_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 async def session(tmp_path, llm_server, mode: str, ncu: Path | None, candidates: int = 1, rounds: int = 2):
-    llm_server.default = chunked(FAST_REPLY)
+    llm_server.default = numbered(FAST_REPLY)  # each candidate another program, none a repeat
     settings = Settings(counters=CountersSettings(mode=mode, ncu_path=str(ncu) if ncu else None))  # type: ignore[arg-type]
     env = fake_environment(FakeGpu())
     if ncu is not None:

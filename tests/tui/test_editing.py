@@ -133,7 +133,8 @@ async def test_a_manual_repair_starts_from_the_failed_kernel(tmp_path, refused_u
         assert "undefined_thing" in source.text  # the failed kernel, not the baseline
         errors = screen_text(app, "#edit-errors-text")
         assert "r1-1: compile error" in errors and "undefined_thing" in errors and "line " in errors, errors
-        source.text = source.text.replace("undefined_thing", "b[i]")
+        # The baseline again would be a repeat, not judged again: the comment makes it another program.
+        source.text = source.text.replace("undefined_thing", "b[i] /* repaired */")
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: awaiting(app) == "r1-fix1-1", "the repaired kernel's decision")
 
@@ -147,7 +148,7 @@ async def test_a_manual_repair_in_the_persons_editor_gets_the_errors(tmp_path, r
         await wait_for(pilot, lambda: "r1-1 waiting for your kernel" in screen_text(app, "#status"), "r1-1 asked")
         await pilot.press("e")  # the editor writes a kernel that does not compile
         await wait_for(pilot, lambda: "r1-fix1-1 waiting" in screen_text(app, "#status"), "the repair asked")
-        monkeypatch.setenv("EDITOR", editor(tmp_path, "nope", "b[i]"))
+        monkeypatch.setenv("EDITOR", editor(tmp_path, "nope", "b[i] /* repaired */"))  # not the baseline again
         await pilot.press("e")
         await wait_for(pilot, lambda: awaiting(app) == "r1-fix1-1", "the repaired kernel's decision")
         seen = (tmp_path / "seen.md").read_text()

@@ -1,0 +1,149 @@
+"""A reply that repeats a program the session has judged (engine/fsr/repeats.py): not compiled, run or
+timed again; its verdict is the first one's, said as a repeat, and the next prompt tells the model.
+Sessions on the fake GPU (tests/fakes) against the loopback ollama server."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from collections import Counter
+from pathlib import Path
+
+from fakes.fake_gpu import FakeGpu, fake_environment
+from llm_servers import Reply
+from scripted import BROKEN_KERNEL, GOOD_KERNEL, GOOD_PLAN, chunked, reply
+from session_driver import Recorder, options, run_session
+
+from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.fsr.control import Controller
+
+ROOT = Path(__file__).resolve().parents[2]
+BASELINE_REPLY = reply(
+    (ROOT / "tasks" / "vector_add" / "baseline.cu").read_text(),
+    json.loads((ROOT / "tasks" / "vector_add" / "baseline.json").read_text()),
+    note="The baseline is already as fast as it gets.",
+)
+CRASHING_REPLY = reply(
+    GOOD_KERNEL.replace("vadd4", "vadd_crash"),
+    {"launches": [dict(GOOD_PLAN["launches"][0], kernel="vadd_crash")]},
+)
+
+
+async def session(tmp_path, llm_server, candidates: int, rounds: int, repairs: int = 0):
+    opts = options(tmp_path, "ollama:loop-model", candidates=candidates, rounds=rounds, repairs=repairs)
+    result, rec = await run_session(
+        dataclasses.replace(opts, compile_only=False), host=llm_server.url, environment=fake_environment(FakeGpu())
+    )
+    assert result.status == "finished", result.reason
+    prompts = [c.messages[-1]["content"] for c in llm_server.chat_requests]
+    return rec, prompts
+
+
+def stages(rec) -> Counter[tuple[str, str]]:
+    return Counter((e.stage, e.judgement.label) for e in rec.of(ev.CandidateJudged))
+
+
+def judged(rec, label: str):
+    return [e.judgement for e in rec.of(ev.CandidateJudged) if e.judgement.label == label][-1]
+
+
+async def test_two_slots_that_write_the_same_kernel_are_judged_and_timed_once(tmp_path, llm_server):
+    llm_server.default = chunked(reply())
+    rec, prompts = await session(tmp_path, llm_server, candidates=2, rounds=2)
+    seen = stages(rec)
+    assert seen[("compiled", "r1-1")] == 1 and seen[("profiled", "r1-1")] == 1
+    assert seen[("compiled", "r1-2")] == 0 and seen[("profiled", "r1-2")] == 0, seen
+    repeat = judged(rec, "r1-2")
+    assert repeat.status == "correct" and repeat.timing is None
+    assert repeat.message == "the same kernel and launch plan as r1-1, not judged again (correct)"
+    assert repeat.candidate is not None and repeat.candidate.label == "r1-2"
+    # Round 2's two replies are r1-1 again, the best by then: neither is judged.
+    assert all(seen[(stage, label)] == 0 for stage in ("compiled", "profiled") for label in ("r2-1", "r2-2"))
+    assert "round 1: 2 of 2 candidates correct" in prompts[2] and "r1-2 repeated r1-1, not judged again" in prompts[2]
+    assert "repeated" not in prompts[0]
+
+
+async def test_the_baseline_written_back_is_a_repeat_of_the_baseline(tmp_path, llm_server):
+    llm_server.default = chunked(BASELINE_REPLY)
+    rec, prompts = await session(tmp_path, llm_server, candidates=1, rounds=2)
+    seen = stages(rec)
+    assert not [key for key in seen if key[1] != "baseline" and key[0] in ("compiled", "profiled")], seen
+    assert judged(rec, "r1-1").message == "the same kernel and launch plan as the baseline, not judged again (correct)"
+    assert "r1-1 repeated the baseline, not judged again" in prompts[1]
+
+
+async def test_a_failure_repeated_carries_its_reason(tmp_path, llm_server):
+    llm_server.script(chunked(reply(BROKEN_KERNEL)), chunked(reply(BROKEN_KERNEL)))
+    llm_server.default = chunked(reply())
+    rec, _prompts = await session(tmp_path, llm_server, candidates=2, rounds=1, repairs=1)
+    first, repeat = judged(rec, "r1-1"), judged(rec, "r1-2")
+    assert first.status == repeat.status == "compile_error"
+    assert repeat.message == f"the same kernel and launch plan as r1-1, not judged again: {first.message}"
+    assert "undefined_thing" in first.message
+    assert stages(rec)[("compiled", "r1-fix1-1")] == 1, "the repair's first kernel is judged"
+
+
+async def test_a_crash_is_judged_again(tmp_path, llm_server):
+    """A crash may be the machine's (a lost worker, a sticky fault of another job): a repeat of it
+    runs again instead of taking the verdict over."""
+    llm_server.default = chunked(CRASHING_REPLY)
+    rec, _prompts = await session(tmp_path, llm_server, candidates=2, rounds=1)
+    assert judged(rec, "r1-1").status == judged(rec, "r1-2").status == "crashed"
+    assert "not judged again" not in judged(rec, "r1-2").message
+    assert rec.of(ev.CandidateJudged) and stages(rec)[("compiled", "r1-2")] == 1
+
+
+async def test_a_verdict_changed_by_timing_is_what_its_repeats_take(tmp_path, llm_server):
+    """The fake GPU's `vadd_recheck` validates, then fails the re-check after timing: the same kernel
+    in the next round is a repeat of that final verdict, not of the validation's 'correct'."""
+    recheck = GOOD_KERNEL.replace("vadd4", "vadd_recheck")
+    llm_server.default = chunked(reply(recheck, {"launches": [dict(GOOD_PLAN["launches"][0], kernel="vadd_recheck")]}))
+    rec, _prompts = await session(tmp_path, llm_server, candidates=1, rounds=2)
+    first, repeat = judged(rec, "r1-1"), judged(rec, "r2-1")
+    assert first.status == "wrong", first.message
+    assert repeat.status == "wrong" and repeat.message.startswith("the same kernel and launch plan as r1-1, not judged")
+    assert first.message in repeat.message
+
+
+async def test_a_resumed_round_does_not_time_a_repeat_judged_before_the_stop(tmp_path, llm_server):
+    """Two slots wrote the same kernel and were judged, the third was still being written when the
+    session stopped: the resume judges the third and times the first, never the repeat."""
+    release = threading.Event()
+    third = reply(GOOD_KERNEL.replace("{\n", "{\n    // the third slot's own\n", 1))
+    llm_server.script(chunked(reply()), chunked(reply()), Reply.held(release, third))
+    control = Controller(auto_accept=True, stop_when_paused=True)
+    recorder = Recorder()
+
+    def stop_once_two_are_judged(event: ev.Event) -> None:
+        recorder(event)
+        validated = [e for e in recorder.of(ev.CandidateJudged) if e.stage == "validated"]
+        if isinstance(event, ev.CandidateJudged) and len(validated) == 2:
+            control.stop()
+
+    opts = dataclasses.replace(options(tmp_path, "ollama:loop-model", candidates=3, rounds=1), compile_only=False)
+    env = fake_environment(FakeGpu())
+    try:
+        stopped, _ = await run_session(
+            opts,
+            host=llm_server.url,
+            control=control,
+            recorder=stop_once_two_are_judged,  # type: ignore[arg-type]  # a subscriber, as a Recorder is
+            environment=env,
+        )
+    finally:
+        release.set()
+    assert stopped.status == "stopped" and not recorder.of(ev.RoundProfiled)
+    repeats = [e.judgement.label for e in recorder.of(ev.CandidateJudged) if "not judged again" in e.judgement.message]
+    assert len(repeats) == 1, [e.judgement.message for e in recorder.of(ev.CandidateJudged)]
+
+    llm_server.default = chunked(third)
+    resumed, rec = await run_session(
+        dataclasses.replace(opts, resume=stopped.session_id),
+        host=llm_server.url,
+        environment=fake_environment(FakeGpu()),
+    )
+    assert resumed.status == "finished", resumed.reason
+    profiled = {e.judgement.label for e in rec.of(ev.CandidateJudged) if e.stage == "profiled"} - {"baseline"}
+    assert len(profiled) == 2 and repeats[0] not in profiled, profiled
+    assert not [e for e in rec.of(ev.CandidateJudged) if e.stage == "compiled" and e.judgement.label == repeats[0]]
