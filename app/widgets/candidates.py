@@ -19,6 +19,7 @@ from cuda_llm.app.messages import CandidateChosen
 from cuda_llm.app.state import CandidateView, SessionView
 from cuda_llm.app.widgets.text import plain
 from cuda_llm.engine.core.status import STATUSES
+from cuda_llm.engine.fsr.repeats import name_of
 
 # Which theme variable colours each state: a status's from its table, the view's own states beside.
 STATE_COLORS = {**{s: info.color for s, info in STATUSES.items()}, "best": "status-best", "no reply": "status-wrong"}
@@ -143,8 +144,9 @@ class CandidateTree(Tree[str]):
             self.call_after_refresh(self.scroll_to_node, newest, False)  # once the tree has its lines
 
     def label_for(self, c: CandidateView, colors: dict[str, str]) -> Text:
-        """`★ r1-2 40.0 us best · accepted`, `✗ r1-1 compile error`: the mark, the label, then what
-        matters most first (a time says the kernel is correct, so "correct" is left out)."""
+        """`★ r1-2 40.0 us best · accepted`, `✗ r1-1 compile error`, `✓ r1-2 correct (repeats r1-1)`: the
+        mark, the label, then what matters most first (a time says the kernel is correct, so "correct"
+        is left out)."""
         view = self.view
         best = c.label == view.best_label and c.judgement is not None and c.judgement.is_correct
         state = "best" if best else c.state
@@ -157,6 +159,8 @@ class CandidateTree(Tree[str]):
         words += " best" if best else ""
         if words.strip():
             text.append(f" {words.strip()}", style=style)
+        if c.judgement is not None and c.judgement.repeat_of is not None:
+            text.append(f" (repeats {name_of(c.judgement.repeat_of)})", style="italic")
         if c.decision:
             text.append(f" · {DECISIONS.get(c.decision, c.decision)}", style="italic")
         if c.label == view.marked:

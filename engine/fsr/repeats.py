@@ -45,6 +45,7 @@ def repeat_of(first: Judgement, cand: Candidate) -> Judgement:
         warnings=first.warnings,
         device=first.device,
         ran_on=first.ran_on,
+        repeat_of=first.label,
     )
 
 
@@ -63,14 +64,14 @@ class JudgedPrograms:
 
     def remember(self, j: Judgement) -> None:
         """A judgement made before (the baseline, a resumed session's records), in the order judged."""
+        if j.repeat_of is not None:
+            self.repeats[j.label] = j.repeat_of
+            return
         if j.candidate is None or j.status not in REPEATABLE:
             return
         program = program_of(j.candidate)
-        earlier = self._first.get(program)
-        if earlier is not None and earlier.done() and not earlier.cancelled():
-            if earlier.result().label != j.label:
-                self.repeats[j.label] = earlier.result().label
-            return
+        if program in self._first:
+            return  # judged on its own before this was known: the first one stays the one repeated
         done: asyncio.Future[Judgement] = asyncio.get_running_loop().create_future()
         done.set_result(j)
         self._first[program] = done

@@ -57,6 +57,8 @@ class Judgement:
     ran_on: RanOn | None = None
     # Hardware counters at the timing size and what they say limits it (engine/counters), when read.
     counters: CountersReport | None = None
+    # The label whose verdict this candidate took, being the same program (engine/fsr/repeats.py).
+    repeat_of: str | None = None
 
     @property
     def failed(self) -> bool:

@@ -338,3 +338,21 @@ async def test_what_the_engine_waits_for_while_a_session_opens_is_a_notification
         await wait_for(pilot, lambda: any(n.message == line for n in app._notifications), "the waiting line")
         (shown,) = [n for n in app._notifications if n.message == line]
         assert shown.title == "opening the session"
+
+
+async def test_a_repeated_kernel_says_which_it_repeats_in_the_candidate_list(tmp_path, llm_server):
+    """Two slots stream the same kernel: one is judged and timed, the other takes its verdict, and the
+    list says so instead of a correct kernel that was never timed (engine/fsr/repeats.py)."""
+    llm_server.default = by_request({}, default=streamed("vadd_us40"))
+    app = make_app(
+        tmp_path, llm_server.url, task="vector_add", model="ollama:loop-model", candidates=2, rounds=1, auto_accept=True
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        await wait_for(pilot, lambda: app.screen.view.state == "finished", "the end of the session")
+        tree = screen_text(app, "#candidates")
+        timed, repeat = ("r1-1", "r1-2") if "r1-1 40.0 us" in tree else ("r1-2", "r1-1")
+        assert f"★ {timed} 40.0 us best · auto-accepted" in tree, tree
+        assert f"✓ {repeat} correct (repeats {timed})" in tree, tree
