@@ -269,8 +269,12 @@ class PromptBuilder:
 
     def failures_text(self, failures: Sequence[Judgement]) -> str:
         ordered = sorted(failures, key=lambda j: _failure_rank(j.status))
-        # Full detail for the most promising failure, no source for the rest, then trim.
-        levels = [2 if i == 0 else 1 for i in range(len(ordered))]
+        # Full detail for the most promising failure, no source for the rest, one line for a repeat of
+        # a kernel shown here already (engine/fsr/repeats.py: its errors are the first one's); then trim.
+        shown = {j.label for j in ordered}
+        levels: list[int] = []
+        for j in ordered:
+            levels.append(0 if j.repeat_of in shown else 1 if 2 in levels else 2)
         while True:
             text = "\n\n".join(self.render_failure(j, lv) for j, lv in zip(ordered, levels, strict=True))
             if len(text) <= self.feedback_chars or not any(levels):

@@ -76,11 +76,16 @@ async def test_the_baseline_written_back_is_a_repeat_of_the_baseline(tmp_path, l
 async def test_a_failure_repeated_carries_its_reason(tmp_path, llm_server):
     llm_server.script(chunked(reply(BROKEN_KERNEL)), chunked(reply(BROKEN_KERNEL)))
     llm_server.default = chunked(reply())
-    rec, _prompts = await session(tmp_path, llm_server, candidates=2, rounds=1, repairs=1)
+    rec, prompts = await session(tmp_path, llm_server, candidates=2, rounds=1, repairs=1)
     first, repeat = judged(rec, "r1-1"), judged(rec, "r1-2")
     assert first.status == repeat.status == "compile_error"
     assert repeat.message == f"the same kernel and launch plan as r1-1, not judged again: {first.message}"
     assert "undefined_thing" in first.message
+    # The repair prompt shows the first's errors and code, and the repeat in its one line.
+    repair = prompts[2]
+    section = repair.split("## r1-2: compile error\n")[1].split("\n## ")[0]
+    assert section.strip() == repeat.message, section
+    assert repair.count("its code:") == 1 and repair.count(first.compile.diagnostics[0].message) == 3, repair
     assert stages(rec)[("compiled", "r1-fix1-1")] == 1, "the repair's first kernel is judged"
 
 
