@@ -448,7 +448,7 @@ class FsrLoop:
         (cubins are not stored) so they can be timed."""
         j = rec.judgement
         assert j is not None
-        if j.is_correct and j.candidate is not None and j.label not in self._programs.repeats:
+        if j.is_correct and j.candidate is not None and j.repeat_of is None:  # a repeat is never timed
             compiled = await self.judge.compile(j.candidate)
             if isinstance(compiled, Compiled):
                 self._compiled[j.label] = compiled
@@ -494,7 +494,7 @@ class FsrLoop:
             + (f" ({speed})" if (speed := speedup_text(state.best.figures)) else "")
             + (" (new)" if improved else "")
         )
-        repeated = [(j.label, first) for j in judged if (first := self._programs.repeats.get(j.label))]
+        repeated = [(j.label, j.repeat_of) for j in judged if j.repeat_of is not None]
         if repeated:
             line += f"; {history_note(repeated)}, not judged again"
         state.history.append(line)

@@ -1,6 +1,6 @@
 """A model's reply that repeats a program the session has judged already: the same kernel source and
-the same launch plan as an earlier candidate of the model, or as the baseline. Weak models echo the best kernel of
-the prompt back, or two slots of a round write the same thing.
+the same launch plan as an earlier candidate of the model, or as the baseline. Weak models echo the
+best kernel of the prompt back, or two slots of a round write the same thing.
 
 Such a candidate is not compiled, run or timed again: its verdict is the earlier one's, said as a
 repeat, and the round's history line tells the model it repeated itself. Only verdicts that belong to
@@ -54,27 +54,26 @@ def history_note(pairs: Sequence[tuple[str, str]]) -> str:
     return ", ".join(f"{label} repeated {name_of(first)}" for label, first in pairs)
 
 
+def _settled(j: Judgement) -> asyncio.Future[Judgement]:
+    future: asyncio.Future[Judgement] = asyncio.get_running_loop().create_future()
+    future.set_result(j)
+    return future
+
+
 class JudgedPrograms:
     """The programs a session has judged, each with its first judgement (or the judging of it still
     under way: two slots of a round that write the same kernel wait for one verdict)."""
 
     def __init__(self) -> None:
         self._first: dict[Program, asyncio.Future[Judgement]] = {}
-        self.repeats: dict[str, str] = {}  # a repeat's label -> the label it repeated
 
     def remember(self, j: Judgement) -> None:
         """A judgement made before (the baseline, a resumed session's records), in the order judged."""
-        if j.repeat_of is not None:
-            self.repeats[j.label] = j.repeat_of
-            return
-        if j.candidate is None or j.status not in REPEATABLE:
+        if j.repeat_of is not None or j.candidate is None or j.status not in REPEATABLE:
             return
         program = program_of(j.candidate)
-        if program in self._first:
-            return  # judged on its own before this was known: the first one stays the one repeated
-        done: asyncio.Future[Judgement] = asyncio.get_running_loop().create_future()
-        done.set_result(j)
-        self._first[program] = done
+        if program not in self._first:  # else judged on its own before repeats were known: the first stays
+            self._first[program] = _settled(j)
 
     def settle(self, j: Judgement) -> None:
         """A first judgement made final by its timing (the re-check after timing may find it wrong,
@@ -83,9 +82,7 @@ class JudgedPrograms:
             return
         known = self._first.get(program_of(j.candidate))
         if known is not None and known.done() and not known.cancelled() and known.result().label == j.label:
-            final: asyncio.Future[Judgement] = asyncio.get_running_loop().create_future()
-            final.set_result(j)
-            self._first[program_of(j.candidate)] = final
+            self._first[program_of(j.candidate)] = _settled(j)
 
     async def earlier(self, cand: Candidate) -> Judgement | None:
         """The judgement whose verdict `cand` repeats, waiting for it if it is being made; None
@@ -99,10 +96,7 @@ class JudgedPrograms:
             if not pending.cancelled():
                 raise  # this request was cancelled, not the first's
             return None
-        if first.status not in REPEATABLE:
-            return None
-        self.repeats[cand.label] = first.label
-        return first
+        return first if first.status in REPEATABLE else None
 
     def judging(self, cand: Candidate) -> asyncio.Future[Judgement]:
         """The future of `cand`'s own judgement, for repeats to wait on: set its result, or cancel it
