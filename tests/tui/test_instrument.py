@@ -266,7 +266,9 @@ async def test_quit_in_the_editor_with_unsaved_text_asks(tmp_path, llm_server, m
 
 
 async def test_the_cursor_stays_on_its_candidate_while_rounds_arrive(tmp_path, llm_server):
-    llm_server.default = by_request({(1, 0, 0): streamed("vadd_us40")}, default=stalled("vadd_us40", 0.4))
+    # Rounds 2 to 6 each wait 1.5 s for their reply, so that r1-1 is in the tree before round 3 begins
+    # on a loaded machine too (their kernel repeats r1-1's and is not compiled again: no time there).
+    llm_server.default = by_request({(1, 0, 0): streamed("vadd_us40")}, default=stalled("vadd_us40", 1.5))
     settings = dict(SETTINGS, patience=0)
     app = make_app(tmp_path, llm_server.url, candidates=1, rounds=6, auto_accept=True, compile_only=True, **settings)
     async with app.run_test(size=(100, 30)) as pilot:
