@@ -12,19 +12,20 @@ noise of a second timing. A person's edits are always judged.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from typing import TypeAlias
 
 from cuda_llm.engine.core.status import REPEATABLE
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Candidate, Judgement
-from cuda_llm.engine.task.plan import LaunchPlan
 
-Program: TypeAlias = tuple[str, LaunchPlan]
+Program: TypeAlias = tuple[str, str]
 
 
 def program_of(cand: Candidate) -> Program:
-    """What a candidate runs: its source (surrounding blank space aside) and its launch plan."""
-    return cand.source.strip(), cand.plan
+    """What a candidate runs: its source (surrounding blank space aside) and its launch plan, as its
+    JSON (the same whether the plan was parsed from a reply or read back from a session's record)."""
+    return cand.source.strip(), json.dumps(cand.plan.to_json(), sort_keys=True)
 
 
 def name_of(label: str) -> str:
