@@ -3,6 +3,7 @@ the same table as the same bench on one machine, each task's session on a GPU of
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -32,10 +33,16 @@ def faster_baseline(task: str) -> str:
     return reply(source, plan, note="The baseline, faster.")
 
 
+REPLIES = itertools.count(1)
+
+
 def by_task(request: RecordedRequest) -> Reply:
+    """The faster baseline of the prompt's task, numbered by a comment: every candidate another
+    program, so both of a round are timed (the same kernel twice would be a repeat of whichever
+    arrived first, engine/fsr/repeats.py, and the table's "best found by" would depend on it)."""
     prompt = "\n".join(str(m.get("content", "")) for m in request.messages)
     task = re.search(r"^# Task: (\w+)", prompt, re.MULTILINE)
-    return chunked(faster_baseline(task.group(1)))
+    return chunked(faster_baseline(task.group(1)).replace("```cuda\n", f"```cuda\n// reply {next(REPLIES)}\n", 1))
 
 
 def table(doc) -> tuple[list[str], list[dict[str, str]]]:
