@@ -165,9 +165,10 @@ async def test_a_cluster_that_goes_away_pauses_the_session_and_it_resumes(tmp_pa
     cluster = start_cluster(2, client_port=port)
     address = f"ray://127.0.0.1:{port}"  # a Ray client, as from a workstation outside the cluster
     try:
-        # 4 s a job, 8 jobs on 2 GPUs: the round outlasts a shutdown slowed by a loaded machine, so
-        # candidates are still in flight at the pause.
-        result, _, _ = await run_and_strike(tmp_path, llm_server, address, cluster.shutdown, candidates=8, job_s=4.0)
+        # 8 s a job, 8 jobs on 2 GPUs: the round outlasts a shutdown slowed by a loaded machine, so
+        # candidates are still in flight at the pause (at 4 s a job, two busy loops on this 2-core VM
+        # once let every job end first). The jobs in flight end with the cluster: no wait for them.
+        result, _, _ = await run_and_strike(tmp_path, llm_server, address, cluster.shutdown, candidates=8, job_s=8.0)
     finally:
         cluster.shutdown()
     assert result.status == "paused"
