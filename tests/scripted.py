@@ -43,7 +43,12 @@ def numbered(text: str) -> Callable[[object], Reply]:
     comment that numbers it on its kernel's first line. The same reply twice would be a repeat,
     which the loop does not judge again (engine/fsr/repeats.py)."""
     count = itertools.count(1)
-    return lambda _request: chunked(text.replace("```cuda\n", f"```cuda\n// reply {next(count)}\n", 1))
+    return lambda _request: chunked(numbered_once(text, next(count)))
+
+
+def numbered_once(text: str, n: int) -> str:
+    """The reply `text` with `// reply N` on its kernel's first line: another program than `text`."""
+    return text.replace("```cuda\n", f"```cuda\n// reply {n}\n", 1)
 
 
 TAIL_UNWRITTEN_KERNEL = GOOD_KERNEL.replace("for (int j = i; j < n; ++j) c[j] = a[j] + b[j];", "")

@@ -11,7 +11,7 @@ from pathlib import Path
 from fakes.fake_gpu import FakeGpu, FakeGpuFactory, fake_environment
 from llm_servers import RecordedRequest, Reply
 from ray_nodes import QUIET
-from scripted import chunked, reply
+from scripted import chunked, numbered_once, reply
 
 from cuda_llm.app.cli.bench_cmd import document, request_from_args, run_bench
 from cuda_llm.app.cli.bench_table import markdown
@@ -42,7 +42,7 @@ def by_task(request: RecordedRequest) -> Reply:
     arrived first, engine/fsr/repeats.py, and the table's "best found by" would depend on it)."""
     prompt = "\n".join(str(m.get("content", "")) for m in request.messages)
     task = re.search(r"^# Task: (\w+)", prompt, re.MULTILINE)
-    return chunked(faster_baseline(task.group(1)).replace("```cuda\n", f"```cuda\n// reply {next(REPLIES)}\n", 1))
+    return chunked(numbered_once(faster_baseline(task.group(1)), next(REPLIES)))
 
 
 def table(doc) -> tuple[list[str], list[dict[str, str]]]:
