@@ -47,7 +47,7 @@ MUTANTS = (
     Mutant(
         "outputs poisoned with 0 (device)",
         "engine/gpu/validate.py",
-        "ctx.fill32(buf, INT_POISON)",
+        "ctx.fill32(buf, (d.poison or INT_POISON) & 0xFFFFFFFF)",
         "ctx.fill32(buf, 0)",
         ("tests/gpu/test_judge_checks.py",),
         gpu=True,
@@ -55,14 +55,14 @@ MUTANTS = (
     Mutant(
         "outputs poisoned with 0",
         "engine/gpu/validate.py",
-        "ctx.fill32(buf, INT_POISON)",
+        "ctx.fill32(buf, (d.poison or INT_POISON) & 0xFFFFFFFF)",
         "ctx.fill32(buf, 0)",
         (f"{CHECKS}::test_the_poison_written_is_the_poison_recognised",),
     ),
     Mutant(
         "half outputs poisoned with 0",
         "engine/gpu/validate.py",
-        "ctx.fill16(buf, HALF_POISON)",
+        "ctx.fill16(buf, d.poison or HALF_POISON)",
         "ctx.fill16(buf, 0)",
         (f"{CHECKS}::test_the_poison_written_is_the_poison_recognised",),
     ),

@@ -184,6 +184,51 @@ def test_the_home_check_sees_a_second_status_table(tmp_path):
     assert status_tables(tmp_path) == {"app/a.py", "engine/b.py"}
 
 
+# A dtype's name quoted (or as torch.NAME): every dtype the table knows, and those it may come to know.
+DTYPE_WORD = r"(?:[\"'](?:torch\.)?|\btorch\.)(?:float(?:16|32|64)|bfloat16|u?int(?:8|16|32|64)|bool)[\"']?"
+
+
+def dtype_tables(root: Path = ROOT) -> set[str]:
+    """Files outside engine/task/dtypes.py that list dtypes: three or more `"dtype": ...` (or
+    `torch.dtype: ...`) entries, a collection of three or more dtype names on one line, or three or more
+    lines naming a dtype's own kernel or functor (harness_compare_float16, ToDoubleF16)."""
+    entry = re.compile(r"^\s*" + DTYPE_WORD + r"\s*:", re.M)
+    listed = re.compile(r"(\{|\[|\()\s*" + DTYPE_WORD + r"(\s*,\s*" + DTYPE_WORD + r"){2,}")
+    per_dtype = re.compile(r"\b(harness_compare_[a-z]+\d+|ToDouble[A-Z]\w*)\b")
+    found = set()
+    for top in ("engine", "app"):
+        for path in sorted((root / top).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            if len(entry.findall(text)) >= 3 or listed.search(text) or len(set(per_dtype.findall(text))) >= 3:
+                found.add(str(path.relative_to(root)))
+    return found - {"engine/task/dtypes.py"}
+
+
+def test_one_dtype_table():
+    """A dtype's names, sizes, poison, comparison and tolerance live in engine/task/dtypes.py only."""
+    assert dtype_tables() == set()
+
+
+def test_the_home_check_sees_a_second_dtype_table(tmp_path):
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "app").mkdir()
+    (tmp_path / "engine" / "a.py").write_text(
+        '_DTYPES = {\n    "torch.float32": "float32",\n    "torch.float16": "float16",\n    "torch.int8": "int8",\n}\n'
+    )
+    (tmp_path / "engine" / "b.py").write_text('COMPARE_DTYPES = ("float32", "float64", "float16", "int32")\n')
+    (tmp_path / "engine" / "c.py").write_text(
+        "HARNESS_COMPARE(harness_compare_float32, unsigned int, ToDoubleF32)\n"
+        "HARNESS_COMPARE(harness_compare_float16, unsigned short, ToDoubleF16)\n"
+        "HARNESS_COMPARE(harness_compare_int8, unsigned char, ToDoubleI8)\n"
+    )
+    (tmp_path / "app" / "d.py").write_text(
+        'TOLERANCES = {\n    "float64": ("rms", 1e-9),\n    "float32": ("rms", 1e-4),\n'
+        '    "float16": ("rms", 1e-2),\n}\n'
+    )
+    (tmp_path / "app" / "e.py").write_text('if dtype in ("float32", "float16"):\n    pass\nx = DTYPES["int8"]\n')
+    assert dtype_tables(tmp_path) == {"engine/a.py", "engine/b.py", "engine/c.py", "app/d.py"}
+
+
 def test_the_code_cites_only_documents_of_the_repository():
     """Docstrings point at docs/architecture.md, never at a design page the repository does not hold."""
     assert homes(r"DESIGN\.md") == set()

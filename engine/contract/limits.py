@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from cuda_llm.engine.core.errors import ExpressionError
 from cuda_llm.engine.task import expr
-from cuda_llm.engine.task.dtypes import DTYPES
+from cuda_llm.engine.task.dtypes import DTYPES, SCALAR_TYPES
 from cuda_llm.engine.task.plan import BoundPlan
 
 if TYPE_CHECKING:  # engine.task.model imports engine.contract.plan: a runtime import would be a cycle
@@ -27,12 +27,7 @@ if TYPE_CHECKING:  # engine.task.model imports engine.contract.plan: a runtime i
 # partial sums and tiles, small enough that a runaway expression is refused before cuMemAlloc.
 SCRATCH_SLACK_BYTES = 256 * 1024 * 1024
 # What the integer parameter types can hold; an argument outside its range would wrap silently.
-INT_RANGES = {
-    "int32": (-(2**31), 2**31 - 1),
-    "uint32": (0, 2**32 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-    "uint64": (0, 2**64 - 1),
-}
+INT_RANGES = {s.name: s.bounds for s in SCALAR_TYPES.values() if s.bounds is not None}
 _AXES = "xyz"
 
 

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cuda_llm.engine.task.dtypes import DTYPES, dtype_of_numpy
+from cuda_llm.engine.task.dtypes import HALF_POISON as HALF_POISON
+from cuda_llm.engine.task.dtypes import WORD_POISON as INT_POISON  # noqa: F401  (re-exported)
 from cuda_llm.engine.task.model import Tolerance
 
-# Integer outputs are poisoned with this value before a run; an element still holding it after the
-# run was never written. Float outputs are poisoned with NaN.
-INT_POISON = 0x7FBADBAD
+# Outputs are poisoned before a run with the dtype table's bit patterns (HALF_POISON, INT_POISON);
+# an element still holding its poison after the run was never written.
 # Below this many wrong elements a pattern is not worth describing beyond the listed mismatches.
 MIN_PATTERN_ELEMENTS = 2
 
@@ -47,22 +49,20 @@ class OutputComparison:
         return self.wrong == 0
 
 
-HALF_POISON = 0x7FBA  # an fp16 NaN with the same recognisable leading bits
+def poison_of(got: np.ndarray, dtype: str | None = None) -> int | None:
+    """The bit pattern an output element holds until the kernel writes it (None: not poisoned). `dtype`
+    is the task's; without it, the dtype the array's own NumPy dtype natively carries."""
+    d = DTYPES[dtype] if dtype is not None else dtype_of_numpy(got.dtype.name)
+    return d.poison if d is not None and d.itemsize == got.dtype.itemsize else None
 
 
-def poison_bits(itemsize: int) -> int | None:
-    """The bit pattern an output element of this size holds until the kernel writes it (None for
-    bytes, which are not poisoned). The host and device comparisons both read it from here."""
-    return {2: HALF_POISON, 4: INT_POISON, 8: (INT_POISON << 32) | INT_POISON}.get(itemsize)
+_UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-_UINT_OF_SIZE = {2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-def _poisoned(got: np.ndarray) -> np.ndarray:
+def _poisoned(got: np.ndarray, dtype: str | None = None) -> np.ndarray:
     """Elements still holding the exact poison bit pattern: never written by the kernel. A NaN the
     kernel computed (say from garbage it read) has another payload and counts as wrong, not unwritten."""
-    bits = poison_bits(got.dtype.itemsize)
+    bits = poison_of(got, dtype)
     if bits is None:
         return np.zeros(got.shape, dtype=bool)
     return got.view(_UINT_OF_SIZE[got.dtype.itemsize]) == bits

@@ -16,6 +16,7 @@ from typing import Any
 from cuda.bindings import driver as cu
 
 from cuda_llm.engine.gpu.arena import DeviceArena
+from cuda_llm.engine.task.dtypes import SCALAR_TYPES
 
 # After these the CUDA context is unusable for the rest of the process (measured: even a primary
 # context reset does not recover it), so the worker reports the fault and exits.
@@ -41,15 +42,7 @@ STICKY_ERRORS = frozenset(
 _SPIN_S = 0.002
 _POLL_SLEEP_S = 0.0005
 
-_CTYPES: dict[str, type] = {
-    "ptr": ctypes.c_void_p,
-    "int32": ctypes.c_int32,
-    "uint32": ctypes.c_uint32,
-    "int64": ctypes.c_int64,
-    "uint64": ctypes.c_uint64,
-    "float32": ctypes.c_float,
-    "float64": ctypes.c_double,
-}
+_CTYPES: dict[str, type] = {"ptr": ctypes.c_void_p} | {s.name: getattr(ctypes, s.ctypes) for s in SCALAR_TYPES.values()}
 
 
 class CudaError(RuntimeError):

@@ -12,12 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from cuda_llm.engine.gpu.compare import poison_bits
 from cuda_llm.engine.gpu.driver import Context, DeviceBuffer, pack_params
 from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import Tolerance
 
-HARNESS_SOURCE = r"""
+_HARNESS_TEMPLATE = r"""
 // Overwrite every byte of the block's shared memory with a pattern. Launched on every SM with the
 // largest dynamic allocation, it leaves garbage where a kernel might hope to find data left behind.
 extern "C" __global__ void harness_scrub_shared(unsigned int pattern, unsigned int words)
@@ -157,20 +156,12 @@ extern "C" __global__ void harness_count_diff(const uint4* __restrict__ a, const
 // were never written. Totals land in out[0..3]: wrong, unwritten, the bits of the largest finite
 // error/bound ratio (non-negative doubles order like their bits), and how many ratios were not
 // finite. A passing output needs nothing more; a failing one is downloaded and described on the host.
-struct ToDoubleF32 { __device__ double operator()(unsigned int b) const { return (double)__uint_as_float(b); } };
-struct ToDoubleF64 { __device__ double operator()(unsigned long long b) const { return __longlong_as_double(b); } };
-struct ToDoubleF16 {
-    __device__ double operator()(unsigned short b) const {
-        float f;
-        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(b));
-        return (double)f;
-    }
-};
-struct ToDoubleI32 { __device__ double operator()(unsigned int b) const { return (double)(int)b; } };
-struct ToDoubleU32 { __device__ double operator()(unsigned int b) const { return (double)b; } };
-struct ToDoubleI64 { __device__ double operator()(unsigned long long b) const { return (double)(long long)b; } };
-struct ToDoubleI8 { __device__ double operator()(unsigned char b) const { return (double)(signed char)b; } };
-struct ToDoubleU8 { __device__ double operator()(unsigned char b) const { return (double)b; } };
+__device__ __forceinline__ float harness_half_to_float(unsigned short b)
+{
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(b));
+    return f;
+}
 
 template <typename Bits, typename ToDouble>
 __device__ void compare_output(const Bits* __restrict__ got, const double* __restrict__ expected,
@@ -230,15 +221,7 @@ __device__ void compare_output(const Bits* __restrict__ got, const double* __res
     {                                                                                                         \
         compare_output<BITS, TO_DOUBLE>(got, expected, scale, n, mode, rtol, atol, rms, poison, has_poison, out); \
     }
-HARNESS_COMPARE(harness_compare_float32, unsigned int, ToDoubleF32)
-HARNESS_COMPARE(harness_compare_float64, unsigned long long, ToDoubleF64)
-HARNESS_COMPARE(harness_compare_float16, unsigned short, ToDoubleF16)
-HARNESS_COMPARE(harness_compare_int32, unsigned int, ToDoubleI32)
-HARNESS_COMPARE(harness_compare_uint32, unsigned int, ToDoubleU32)
-HARNESS_COMPARE(harness_compare_int64, unsigned long long, ToDoubleI64)
-HARNESS_COMPARE(harness_compare_int8, unsigned char, ToDoubleI8)
-HARNESS_COMPARE(harness_compare_uint8, unsigned char, ToDoubleU8)
-
+@COMPARE_KERNELS@
 // Eight independent FMA chains per thread: the fp32 arithmetic ceiling.
 extern "C" __global__ void harness_fma(float* out, int iters, float a, float b)
 {
@@ -255,6 +238,20 @@ extern "C" __global__ void harness_fma(float* out, int iters, float a, float b)
     if (s == 0.125f) { out[blockIdx.x] = s; }
 }
 """
+
+
+def _compare_kernels() -> str:
+    """One harness_compare_<dtype> per dtype of the table, reading its bits as the table says."""
+    lines = []
+    for d in DTYPES.values():
+        functor = f"ToDouble_{d.name}"
+        call = f"__device__ double operator()({d.compare_bits} b) const {{ return {d.to_double}; }}"
+        lines.append(f"struct {functor} {{ {call} }};")
+        lines.append(f"HARNESS_COMPARE(harness_compare_{d.name}, {d.compare_bits}, {functor})")
+    return "\n".join(lines)
+
+
+HARNESS_SOURCE = _HARNESS_TEMPLATE.replace("@COMPARE_KERNELS@", _compare_kernels())
 FMA_PER_ITER = 8 * 16  # per thread per outer iteration of harness_fma
 
 
@@ -268,8 +265,7 @@ def compile_harness(arch: str) -> bytes:
     return result.cubin
 
 
-# The output dtypes harness_compare_<dtype> exists for, and the tolerance rules it knows.
-COMPARE_DTYPES = ("float32", "float64", "float16", "int32", "uint32", "int64", "int8", "uint8")
+# The tolerance rules the comparison knows.
 _COMPARE_MODES = {"exact": 0, "abs": 1, "rms": 2, "custom": 3}
 
 
@@ -327,7 +323,7 @@ class Harness:
             read=fn("harness_read"),
             write=fn("harness_write"),
             diff=fn("harness_count_diff"),
-            compare_fns={dtype: fn(f"harness_compare_{dtype}") for dtype in COMPARE_DTYPES},
+            compare_fns={dtype: fn(f"harness_compare_{dtype}") for dtype in DTYPES},
             flush_buffer=flush_buffer,
             sink=sink,
             counter=counter,
@@ -383,7 +379,7 @@ class Harness:
         """Compare `count` elements of `got` with the float64 `expected` (and `scale`) on the device."""
         if not count:
             return DeviceComparison(0, 0, 0.0, 0)
-        poison = poison_bits(DTYPES[dtype].itemsize)
+        poison = DTYPES[dtype].poison
         self.ctx.zero(self.totals.ptr, self.totals.nbytes)
         params = pack_params(
             [

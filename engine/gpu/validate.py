@@ -42,11 +42,12 @@ class CaseOutcome:
 
 
 def poison(ctx: Context, buf: DeviceBuffer, dtype: str) -> None:
-    size = DTYPES[dtype].itemsize
-    if size == 2:
-        ctx.fill16(buf, HALF_POISON)
+    """Fill an output with its dtype's poison (byte outputs get garbage that is never checked)."""
+    d = DTYPES[dtype]
+    if d.itemsize == 2:
+        ctx.fill16(buf, d.poison or HALF_POISON)
     else:
-        ctx.fill32(buf, INT_POISON)
+        ctx.fill32(buf, (d.poison or INT_POISON) & 0xFFFFFFFF)  # an 8-byte poison is one word twice
 
 
 def task_bytes(task: Task, case: SizeCase) -> int:

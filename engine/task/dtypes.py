@@ -1,32 +1,92 @@
-"""The element and scalar types a task can declare, with their NumPy and C spellings.
+"""The element and scalar types a task can declare: the one table of dtypes.
 
-One table, so the task loader, the plan binder and the GPU worker agree on sizes and names.
+Every layer reads a dtype's facts from here (tests/test_layers.py fails on a second list): its
+spelling in task files and launch plans, how the host carries it (a NumPy dtype), its C spelling in
+prompts and signatures, the bit pattern an output holds until a kernel writes it, how the device
+comparison turns its bits into a double, PyTorch's name for it, and the tolerance an imported
+module's output of this dtype is judged with.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
+
+# The word an output element holds until a kernel writes it, for 4- and 8-byte elements: a float32
+# NaN (and, doubled, a float64 NaN) whose leading bits are recognisable in a dump.
+WORD_POISON = 0x7FBADBAD
+# For 2-byte elements: a NaN in fp16 and bf16 alike, with the same leading bits.
+HALF_POISON = 0x7FBA
+
+
+@dataclass(frozen=True)
+class OutputRule:
+    """How an imported module's output of this dtype is compared with the float64 reference."""
+
+    scale: Literal["rms", "exact"]
+    rtol: float
+    why: str
+
+
+_EXACT = OutputRule("exact", 0.0, "integer outputs: every element exactly")
 
 
 @dataclass(frozen=True)
 class DType:
     name: str  # the spelling in task files and launch plans
-    numpy: str  # numpy dtype name
+    numpy: str  # the NumPy dtype that carries it on the host
     c_type: str  # canonical C spelling, shown in prompts
     itemsize: int
     is_float: bool
     # Pointer element types a kernel may declare for a buffer of this dtype: vector types are
     # legitimate optimisations (float4 loads), raw bytes are legitimate for copies.
     pointer_types: frozenset[str]
+    torch: str | None  # the torch.dtype attribute of the same element type (None: not imported from PyTorch)
+    poison: int | None  # an output element's bits until the kernel writes it (None: bytes, not poisoned)
+    compare_bits: str  # the unsigned C type the device comparison reads an element as
+    to_double: str  # a C expression of those bits `b`: the element's value as a double
+    output_rule: OutputRule  # an imported module's output of this dtype
 
 
 _BYTES = frozenset({"void", "char", "unsigned char", "signed char", "uint8_t", "int8_t"})
+_WORD_POISON64 = (WORD_POISON << 32) | WORD_POISON
 
 DTYPES: dict[str, DType] = {
     d.name: d
     for d in (
-        DType("float32", "float32", "float", 4, True, frozenset({"float", "float2", "float4"}) | _BYTES),
-        DType("float64", "float64", "double", 8, True, frozenset({"double", "double2"}) | _BYTES),
+        DType(
+            "float32",
+            "float32",
+            "float",
+            4,
+            True,
+            frozenset({"float", "float2", "float4"}) | _BYTES,
+            torch="float32",
+            poison=WORD_POISON,
+            compare_bits="unsigned int",
+            to_double="(double)__uint_as_float(b)",
+            output_rule=OutputRule(
+                "rms",
+                1e-4,
+                "fp32 rounding in any summation order stays near 1e-6 of the output's RMS; fp16, bf16 or tf32 "
+                "inputs or math (2^-11 relative) land near 1e-3 and fail",
+            ),
+        ),
+        DType(
+            "float64",
+            "float64",
+            "double",
+            8,
+            True,
+            frozenset({"double", "double2"}) | _BYTES,
+            torch="float64",
+            poison=_WORD_POISON64,
+            compare_bits="unsigned long long",
+            to_double="__longlong_as_double(b)",
+            output_rule=OutputRule(
+                "rms", 1e-9, "float64 math against the float64 reference: only the summation order differs"
+            ),
+        ),
         DType(
             "float16",
             "float16",
@@ -51,6 +111,16 @@ DTYPES: dict[str, DType] = {
                 }
             )
             | _BYTES,
+            torch="float16",
+            poison=HALF_POISON,
+            compare_bits="unsigned short",
+            to_double="(double)harness_half_to_float(b)",
+            output_rule=OutputRule(
+                "rms",
+                1e-2,
+                "the fp16 output's own rounding (2^-11 of each element) with fp32 accumulation; a wrong "
+                "element or a missed tail is far outside",
+            ),
         ),
         DType(
             "int32",
@@ -60,6 +130,11 @@ DTYPES: dict[str, DType] = {
             False,
             frozenset({"int", "int32_t", "unsigned int", "unsigned", "uint32_t", "int2", "int4", "uint2", "uint4"})
             | _BYTES,
+            torch="int32",
+            poison=WORD_POISON,
+            compare_bits="unsigned int",
+            to_double="(double)(int)b",
+            output_rule=_EXACT,
         ),
         DType(
             "uint32",
@@ -69,6 +144,11 @@ DTYPES: dict[str, DType] = {
             False,
             frozenset({"unsigned int", "unsigned", "uint32_t", "int", "int32_t", "uint2", "uint4", "int2", "int4"})
             | _BYTES,
+            torch=None,  # PyTorch's uint32 has too few operations to run a module in
+            poison=WORD_POISON,
+            compare_bits="unsigned int",
+            to_double="(double)b",
+            output_rule=_EXACT,
         ),
         DType(
             "int64",
@@ -88,6 +168,11 @@ DTYPES: dict[str, DType] = {
                 }
             )
             | _BYTES,
+            torch="int64",
+            poison=_WORD_POISON64,
+            compare_bits="unsigned long long",
+            to_double="(double)(long long)b",
+            output_rule=_EXACT,
         ),
         DType(
             "uint8",
@@ -96,10 +181,39 @@ DTYPES: dict[str, DType] = {
             1,
             False,
             frozenset({"uchar4", "uchar2", "unsigned int", "uint4"}) | _BYTES,
+            torch="uint8",
+            poison=None,
+            compare_bits="unsigned char",
+            to_double="(double)b",
+            output_rule=_EXACT,
         ),
-        DType("int8", "int8", "signed char", 1, False, frozenset({"char4", "int"}) | _BYTES),
+        DType(
+            "int8",
+            "int8",
+            "signed char",
+            1,
+            False,
+            frozenset({"char4", "int"}) | _BYTES,
+            torch="int8",
+            poison=None,
+            compare_bits="unsigned char",
+            to_double="(double)(signed char)b",
+            output_rule=_EXACT,
+        ),
     )
 }
+
+
+def dtype_of_torch(name: str) -> DType | None:
+    """The task dtype of a torch dtype ("torch.float32" or "float32"); None for one tasks cannot hold."""
+    short = name.removeprefix("torch.")
+    return next((d for d in DTYPES.values() if d.torch == short), None)
+
+
+def dtype_of_numpy(name: str) -> DType | None:
+    """The task dtype a host array of this NumPy dtype holds when nothing else says which: the one
+    carried natively (a dtype carried in another's bits is never guessed)."""
+    return next((d for d in DTYPES.values() if d.numpy == name == d.name), None)
 
 
 @dataclass(frozen=True)
@@ -108,27 +222,40 @@ class ScalarType:
     c_types: frozenset[str]  # parameter spellings that receive this scalar unchanged
     size: int
     is_float: bool
+    ctypes: str  # the ctypes type a launch packs it as
+    signed: bool = True
+
+    @property
+    def bounds(self) -> tuple[int, int] | None:
+        """What an integer of this type can hold (an argument outside would wrap silently)."""
+        if self.is_float:
+            return None
+        bits = 8 * self.size
+        return (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if self.signed else (0, 2**bits - 1)
 
 
 SCALAR_TYPES: dict[str, ScalarType] = {
     s.name: s
     for s in (
-        ScalarType("int32", frozenset({"int", "int32_t", "signed int", "signed"}), 4, False),
-        ScalarType("uint32", frozenset({"unsigned int", "unsigned", "uint32_t"}), 4, False),
+        ScalarType("int32", frozenset({"int", "int32_t", "signed int", "signed"}), 4, False, "c_int32"),
+        ScalarType("uint32", frozenset({"unsigned int", "unsigned", "uint32_t"}), 4, False, "c_uint32", signed=False),
         ScalarType(
             "int64",
             frozenset({"long long", "long long int", "int64_t", "long", "long int", "ptrdiff_t", "signed long long"}),
             8,
             False,
+            "c_int64",
         ),
         ScalarType(
             "uint64",
             frozenset({"unsigned long long", "unsigned long long int", "uint64_t", "size_t", "unsigned long"}),
             8,
             False,
+            "c_uint64",
+            signed=False,
         ),
-        ScalarType("float32", frozenset({"float"}), 4, True),
-        ScalarType("float64", frozenset({"double"}), 8, True),
+        ScalarType("float32", frozenset({"float"}), 4, True, "c_float"),
+        ScalarType("float64", frozenset({"double"}), 8, True, "c_double"),
     )
 }
 

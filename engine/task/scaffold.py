@@ -12,6 +12,7 @@ from pathlib import Path
 from string import Template
 
 from cuda_llm.engine.core.errors import UserError
+from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.loader import REFERENCE_FILE, TASK_FILE
 
 # A C identifier: the name doubles as a Python module suffix and appears in kernel names.
@@ -48,7 +49,7 @@ a float argument), write y[i] = factor * x[i] for every 0 <= i < n. n is any pos
 n = { type = "int32", doc = "number of elements" }
 factor = { type = "float32", value = 2.0, doc = "the scale factor" }
 
-# Buffers: dtype (float32, float16, float64, int32, uint32, int64, uint8, int8), shape as integer
+# Buffers: dtype (one of $dtypes), shape as integer
 # expressions of the sizes (+ - * // % min max cdiv), role input or output. Inputs are
 # read-only for the kernel; outputs are filled with NaN (integers with 0x7FBADBAD) before every
 # run, so a kernel must write every output element.
@@ -173,5 +174,6 @@ def scaffold_task(name: str, root: Path) -> Path:
         "baseline.json": _BASELINE_JSON,
     }
     for filename, template in files.items():
-        (folder / filename).write_text(template.substitute(name=name), encoding="utf-8")
+        text = template.substitute(name=name, dtypes=", ".join(DTYPES))
+        (folder / filename).write_text(text, encoding="utf-8")
     return folder

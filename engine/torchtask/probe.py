@@ -19,6 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from cuda_llm.engine.task.dtypes import DTYPES, dtype_of_torch
 from cuda_llm.engine.torchtask.shapes import agrees, fit_shape, used_names
 
 # Integer constants below this are kernel sizes, strides, axes or counts of heads, not sizes a
@@ -75,15 +76,6 @@ _C_KEYWORDS = frozenset(
         "half",
     ]
 )
-_DTYPES = {
-    "torch.float32": "float32",
-    "torch.float64": "float64",
-    "torch.float16": "float16",
-    "torch.int32": "int32",
-    "torch.int64": "int64",
-    "torch.uint8": "uint8",
-    "torch.int8": "int8",
-}
 
 
 class Refused(Exception):
@@ -104,10 +96,11 @@ def c_name(text: str, taken: set[str]) -> str:
 
 
 def _dtype(t: Any, what: str) -> str:
-    name = str(t.dtype)
-    if name not in _DTYPES:
-        raise Refused(f"{what} is {name.removeprefix('torch.')}; task buffers can be {', '.join(_DTYPES.values())}")
-    return _DTYPES[name]
+    d = dtype_of_torch(str(t.dtype))
+    if d is None:
+        can = ", ".join(d.name for d in DTYPES.values() if d.torch is not None)
+        raise Refused(f"{what} is {str(t.dtype).removeprefix('torch.')}; task buffers can be {can}")
+    return d.name
 
 
 class ModuleFile:

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from cuda_llm.engine.task.dtypes import dtype_of_numpy
+
 # Past this many elements the float64 reference runs on the GPU when there is one (a GEMM of a few
 # thousand squared takes minutes in float64 on a CPU, a second on an H100).
 GPU_REFERENCE_MIN_ELEMENTS = 1 << 16
@@ -50,11 +52,11 @@ def read_binding(folder: Path) -> Binding:
 
 
 def _torch_dtype(torch: Any, dtype: Any) -> Any:
-    return {
-        np.dtype(np.float64): torch.float64,
-        np.dtype(np.float32): torch.float32,
-        np.dtype(np.float16): torch.float16,
-    }[np.dtype(dtype)]
+    """The torch dtype a reference computes in, from the NumPy float type asked for."""
+    d = dtype_of_numpy(np.dtype(dtype).name)
+    if d is None or not d.is_float or d.torch is None:
+        raise ValueError(f"a reference computes in a float type PyTorch has, not {np.dtype(dtype).name}")
+    return getattr(torch, d.torch)
 
 
 class ImportedModule:

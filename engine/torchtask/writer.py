@@ -28,28 +28,6 @@ from cuda_llm.engine.torchtask.inspect_module import ModuleFacts, TensorFacts
 
 MODULE_FILE = "module.py"
 BASELINE_KERNEL = "eager_module"
-# Per output dtype: how the error is measured, the bound, and why (float outputs are compared with
-# |error| <= rtol * RMS(expected output): a relative measure that does not blow up where an
-# output element is near zero, as a sum with cancellation or softmax's small entries are).
-TOLERANCES = {
-    "float64": (
-        "rms",
-        1e-9,
-        "float64 math against the float64 reference: only the summation order differs",
-    ),
-    "float32": (
-        "rms",
-        1e-4,
-        "fp32 rounding in any summation order stays near 1e-6 of the output's RMS; fp16, bf16 or tf32 "
-        "inputs or math (2^-11 relative) land near 1e-3 and fail",
-    ),
-    "float16": (
-        "rms",
-        1e-2,
-        "the fp16 output's own rounding (2^-11 of each element) with fp32 accumulation; a wrong "
-        "element or a missed tail is far outside",
-    ),
-}
 # int32 sizes unless a value needs more.
 _INT32_MAX = 2**31 - 1
 
@@ -72,11 +50,11 @@ def _toml_table(values: Mapping[str, int | str]) -> str:
 
 
 def _tolerance(outputs: tuple[TensorFacts, ...]) -> tuple[str, float, str]:
-    floats = [t.dtype for t in outputs if DTYPES[t.dtype].is_float]
-    if not floats:
-        return "exact", 0.0, "integer outputs: every element exactly"
-    loosest = max(floats, key=lambda d: TOLERANCES[d][1])
-    return TOLERANCES[loosest]
+    """The loosest of the outputs' rules (engine/task/dtypes.py `output_rule`). Float outputs are
+    compared with |error| <= rtol * RMS(expected output): a relative measure that does not blow up
+    where an output element is near zero, as a sum with cancellation or softmax's small entries are."""
+    rule = max((DTYPES[t.dtype].output_rule for t in outputs), key=lambda r: r.rtol)
+    return rule.scale, rule.rtol, rule.why
 
 
 def _count(t: TensorFacts, sizes: dict[str, int]) -> int:

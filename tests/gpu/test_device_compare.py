@@ -6,7 +6,7 @@ and tolerance rule."""
 import numpy as np
 import pytest
 
-from cuda_llm.engine.gpu.compare import INT_POISON, compare_output, output_rms, poison_bits
+from cuda_llm.engine.gpu.compare import INT_POISON, compare_output, output_rms, poison_of
 from cuda_llm.engine.gpu.driver import BUFFER_ALIGNMENT
 from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import Tolerance
@@ -87,7 +87,7 @@ def _spoil(got: np.ndarray, rng: np.random.Generator) -> None:
     n = got.size
     idx = rng.choice(n, size=40, replace=False)
     size = got.dtype.itemsize
-    poison = poison_bits(size)
+    poison = poison_of(got)
     view = got.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[size])
     if poison is not None:
         view[idx[:10]] = poison

@@ -13,7 +13,7 @@ import pytest
 from fakes.fake_gpu import FAKE_PEAKS_SLOW, RECHECK_FAILURE, FakeGpu, fake_environment
 
 from cuda_llm.engine.core.settings import Settings
-from cuda_llm.engine.gpu.compare import compare_output, poison_bits
+from cuda_llm.engine.gpu.compare import compare_output
 from cuda_llm.engine.gpu.protocol import Timing
 from cuda_llm.engine.gpu.validate import poison
 from cuda_llm.engine.judge.judgement import Candidate, Judgement
@@ -112,7 +112,7 @@ class _Memory:
         buf.view(np.uint32)[:] = value
 
 
-@pytest.mark.parametrize("dtype", sorted(d for d in DTYPES if poison_bits(DTYPES[d].itemsize) is not None))
+@pytest.mark.parametrize("dtype", sorted(d for d in DTYPES if DTYPES[d].poison is not None))
 def test_the_poison_written_is_the_poison_recognised(dtype):
     """Every element poison() fills counts as never written in the comparison, whatever the
     expected values (zeros included: an output poisoned with 0 would pass where 0 is expected)."""
