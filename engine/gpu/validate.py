@@ -17,6 +17,7 @@ import numpy as np
 from cuda_llm.engine.core.settings import ValidationSettings
 from cuda_llm.engine.gpu.compare import HALF_POISON, INT_POISON, Mismatch, OutputComparison, compare_output
 from cuda_llm.engine.gpu.device_compare import compare_on_device
+from cuda_llm.engine.gpu.device_state import DeviceState, reset_for_run
 from cuda_llm.engine.gpu.driver import Context, DeviceBuffer, allocated_bytes, is_fatal
 from cuda_llm.engine.gpu.expected_vault import ExpectedVault
 from cuda_llm.engine.gpu.input_masters import InputMasters
@@ -115,6 +116,7 @@ def run_case(
     binder: Binder | None = None,
     masters: dict[str, DeviceBuffer] | None = None,
     vault: ExpectedVault | None = None,
+    device_state: DeviceState | None = None,
 ) -> CaseOutcome:
     """Run one validation case twice and judge it. Raises PlanError, CudaError or KernelTimeout.
 
@@ -124,7 +126,10 @@ def run_case(
     described element by element. `masters`: the case's inputs already on the device (checked
     unchanged: engine/gpu/input_masters.py), copied into the candidate's buffers and serving as the
     copy its inputs are checked against; without them the inputs are uploaded and copied. `vault`:
-    the worker's device copies of the expected values (engine/gpu/expected_vault.py)."""
+    the worker's device copies of the expected values (engine/gpu/expected_vault.py).
+    `device_state`: the module's `__device__` variables as loaded, put back before the case's first
+    run (with the slack around its buffers wiped), so no case sees what an earlier one left; the
+    second run sees what the first left, as a second call of the program would."""
     phase = phase or PhaseClock()
     with phase("allocate"):
         bufs = BufferSet(ctx, task, case)
@@ -153,6 +158,8 @@ def run_case(
             with phase("run"):
                 for b in task.outputs:
                     poison(ctx, bufs.device[b.name], b.dtype)
+                if i == 0 and settings.independent_runs:
+                    reset_for_run(ctx, [*bufs.device.values(), *getattr(prepared, "scratch", ())], device_state)
                 harness.scrub_shared(pattern)
                 prepared.run(ctx)
                 ctx.wait(timeout)
@@ -290,6 +297,7 @@ def validate(
     binder: Binder | None = None,
     inputs: InputMasters | None = None,
     vault: ExpectedVault | None = None,
+    device_state: DeviceState | None = None,
 ) -> ValidationReport:
     """Judge one loaded module. PlanError/CudaError/KernelTimeout propagate to the worker, which
     turns them into a verdict (and restarts itself after a sticky error or a hang). `inputs` and
@@ -319,7 +327,21 @@ def validate(
                         key = (task.fingerprint, case.label, seed)
                         masters = inputs.get(key, ref.inputs, harness, settings.launch_timeout_s)
                 outcome = run_case(
-                    ctx, info, harness, funcs, task, plan, case, ref, label, settings, phase, binder, masters, vault
+                    ctx,
+                    info,
+                    harness,
+                    funcs,
+                    task,
+                    plan,
+                    case,
+                    ref,
+                    label,
+                    settings,
+                    phase,
+                    binder,
+                    masters,
+                    vault,
+                    device_state,
                 )
             except Exception as exc:
                 exc.case = label  # type: ignore[attr-defined]  # the worker names the case in its report
