@@ -28,7 +28,7 @@ import numpy as np
 from cuda_llm.engine.core.settings import ProfileSettings, ValidationSettings
 from cuda_llm.engine.gpu.device_compare import compare_on_device
 from cuda_llm.engine.gpu.device_state import DeviceState, reset_for_run
-from cuda_llm.engine.gpu.driver import Context, CudaError, is_fatal
+from cuda_llm.engine.gpu.driver import Context, CudaError, DeviceBuffer, is_fatal
 from cuda_llm.engine.gpu.eager import EAGER_LABEL
 from cuda_llm.engine.gpu.expected_vault import ExpectedVault
 from cuda_llm.engine.gpu.harness import Harness
@@ -204,7 +204,8 @@ class Profiler:
         is left for it to find."""
         for b in self._outputs:
             poison(self.ctx, p.bufs.device[b.name], b.dtype)
-        reset_for_run(self.ctx, [*p.bufs.device.values(), *getattr(p.prepared, "scratch", ())], entry.state)
+        scratch = [b for b in getattr(p.prepared, "scratch", ()) if isinstance(b, DeviceBuffer)]
+        reset_for_run(self.ctx, [*p.bufs.device.values(), *scratch], entry.state)
 
     def _throttled(self) -> tuple[bool, float | None]:
         if self.nvml is None:
@@ -366,8 +367,11 @@ class Profiler:
             if suspect.trusted:
                 continue
             self._restore_inputs(entries, inputs)
-            for _ in suspect.placements:
-                self._timed(suspect, flush=False)
+            try:
+                for _ in suspect.placements:
+                    self._timed(suspect, flush=False)
+            except LibraryError:
+                continue  # the library call failed: it ran nothing to blame (nor to time)
             hit = self._changed_inputs(entries, inputs)
             if not hit:
                 continue

@@ -159,7 +159,8 @@ def run_case(
                 for b in task.outputs:
                     poison(ctx, bufs.device[b.name], b.dtype)
                 if i == 0 and settings.independent_runs:
-                    reset_for_run(ctx, [*bufs.device.values(), *getattr(prepared, "scratch", ())], device_state)
+                    scratch = [b for b in getattr(prepared, "scratch", ()) if isinstance(b, DeviceBuffer)]
+                    reset_for_run(ctx, [*bufs.device.values(), *scratch], device_state)
                 harness.scrub_shared(pattern)
                 prepared.run(ctx)
                 ctx.wait(timeout)
