@@ -243,6 +243,15 @@ class Context:
         if rest:
             check(cu.cuMemsetD8Async(buf.ptr + 4 * words, word & 0xFF, rest, self.stream), "cuMemsetD8")
 
+    def fill_rows32(self, ptr: int, pitch: int, word: int, width_words: int, rows: int) -> None:
+        """Fill `rows` rows of `width_words` 32-bit words each, `pitch` bytes apart, with one word."""
+        if width_words and rows:
+            check(cu.cuMemsetD2D32Async(ptr, pitch, word & 0xFFFFFFFF, width_words, rows, self.stream), "cuMemsetD2D32")
+
+    def fill_rows16(self, ptr: int, pitch: int, half: int, width_halves: int, rows: int) -> None:
+        if width_halves and rows:
+            check(cu.cuMemsetD2D16Async(ptr, pitch, half & 0xFFFF, width_halves, rows, self.stream), "cuMemsetD2D16")
+
     def fill16(self, buf: DeviceBuffer, half: int) -> None:
         check(cu.cuMemsetD16Async(buf.ptr, half & 0xFFFF, buf.nbytes // 2, self.stream), "cuMemsetD16")
 

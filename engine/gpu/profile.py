@@ -28,7 +28,7 @@ import numpy as np
 from cuda_llm.engine.core.settings import ProfileSettings, ValidationSettings
 from cuda_llm.engine.gpu.device_compare import compare_on_device
 from cuda_llm.engine.gpu.device_state import DeviceState, reset_for_run
-from cuda_llm.engine.gpu.driver import Context, CudaError, DeviceBuffer, is_fatal
+from cuda_llm.engine.gpu.driver import BUFFER_ALIGNMENT, Context, CudaError, DeviceBuffer, is_fatal
 from cuda_llm.engine.gpu.eager import EAGER_LABEL
 from cuda_llm.engine.gpu.expected_vault import ExpectedVault
 from cuda_llm.engine.gpu.harness import Harness
@@ -42,7 +42,7 @@ from cuda_llm.engine.gpu.runner import ModuleFunctions, PlanError, PreparedPlan,
 from cuda_llm.engine.gpu.stop_rule import placement_medians, should_stop, spread_within_placements
 from cuda_llm.engine.gpu.telemetry import Nvml
 from cuda_llm.engine.gpu.torch_compile import TORCH_COMPILE_LABEL
-from cuda_llm.engine.gpu.validate import BufferSet, poison, task_bytes
+from cuda_llm.engine.gpu.validate import BufferSet, poison, poison_rows, task_bytes
 from cuda_llm.engine.task.model import Task
 from cuda_llm.engine.task.reference import case_seed
 
@@ -58,6 +58,10 @@ _LIBRARY_ENQUEUE_GUESS_US = 200.0
 _LIBRARY_ENQUEUE_CAP_US = 20_000.0
 # Graph replays per sample are capped: more adds nothing once launch latency is amortised.
 _MAX_GRAPH_REPLAYS = 1000
+# Each replay of a graph writes outputs of its own (_Rotation); all of a program's copies may take at
+# most this share of the placements' memory allowance, so a graph of short replays with large
+# outputs gets fewer replays rather than crowding the other programs' buffers out.
+_ROTATION_MEMORY_SHARE = 0.25
 
 
 @dataclass
@@ -67,6 +71,20 @@ class _Placement:
     bufs: BufferSet
     prepared: PreparedPlan | BoundLibrary | None = None  # the library's program duck-types the plan
     graph: Any = None
+
+
+@dataclass
+class _Rotation:
+    """Where each replay of a graph writes its outputs: `rows` copies of every output, `pitch` bytes
+    apart, each poisoned before every sample, so no replay finds an earlier one's result in its
+    outputs, and each one's result is there to check."""
+
+    pools: dict[str, DeviceBuffer]  # output name -> `rows` rows of `pitch` bytes
+    pitch: dict[str, int]
+    rows: int
+
+    def row(self, name: str, i: int, nbytes: int) -> DeviceBuffer:
+        return DeviceBuffer(self.pools[name].ptr + i * self.pitch[name], nbytes)
 
 
 @dataclass
@@ -88,6 +106,7 @@ class _Entry:
     fault: Fault | None = None
     state_check: str | None = None
     state: DeviceState | None = None  # its module's __device__ variables as loaded
+    rotation: _Rotation | None = None  # graph mode: each replay's own outputs
 
     @property
     def first(self) -> _Placement | None:
@@ -141,6 +160,10 @@ class _Entry:
             if p.prepared is not None:
                 p.prepared.release(ctx)
             p.bufs.free()
+        if self.rotation is not None:
+            for buf in self.rotation.pools.values():
+                ctx.free(buf)
+            self.rotation = None
 
 
 class Profiler:
@@ -204,6 +227,12 @@ class Profiler:
         is left for it to find."""
         for b in self._outputs:
             poison(self.ctx, p.bufs.device[b.name], b.dtype)
+        if entry.rotation is not None:
+            r = entry.rotation
+            for b in self._outputs:
+                poison_rows(
+                    self.ctx, r.pools[b.name].ptr, r.pitch[b.name], r.rows, p.bufs.device[b.name].nbytes, b.dtype
+                )
         scratch = [b for b in getattr(p.prepared, "scratch", ()) if isinstance(b, DeviceBuffer)]
         reset_for_run(self.ctx, [*p.bufs.device.values(), *scratch], entry.state)
 
@@ -253,18 +282,61 @@ class Profiler:
         if self.vs.independent_runs and entry.state is not None and entry.state.writable:
             return
         k = int(min(_MAX_GRAPH_REPLAYS, max(2, np.ceil(self.s.graph_target_us / max(est_us, 0.5)))))
+        if self.vs.independent_runs:
+            rotation = self._rotation(entry, k)
+            if rotation is None:
+                return  # no room for each replay's own outputs: one run a sample, as a long plan
+            entry.rotation, k = rotation, rotation.rows
         for p in entry.placements:
             prepared = p.prepared
             assert prepared is not None
+            runs: list[PreparedPlan | BoundLibrary] = [prepared] * k
+            if entry.rotation is not None and isinstance(prepared, PreparedPlan):
+                rot = entry.rotation
+                runs = [
+                    prepared.retargeted(
+                        {
+                            p.bufs.device[b.name].ptr: rot.row(b.name, i, p.bufs.device[b.name].nbytes).ptr
+                            for b in self._outputs
+                        }
+                    )
+                    for i in range(k)
+                ]
 
-            def body(prepared: PreparedPlan | BoundLibrary = prepared) -> None:
-                for _ in range(k):
-                    prepared.run(self.ctx)
+            def body(runs: list[PreparedPlan | BoundLibrary] = runs) -> None:
+                for run in runs:
+                    run.run(self.ctx)
 
             p.graph = self.ctx.capture_graph(body)
         entry.replays = k
         for _ in entry.placements:
             self._timed(entry, flush=True)  # the first launch of a graph uploads it: keep that out
+
+    def _rotation(self, entry: _Entry, k: int) -> _Rotation | None:
+        """Room for `k` copies of the outputs (fewer, at least 2, where the device has less to spare:
+        a shorter graph), each on its own 2 MiB boundary like every buffer; None where not even 2 fit."""
+        first = entry.first
+        assert first is not None
+        pitch = {
+            b.name: -(-max(first.bufs.device[b.name].nbytes, 1) // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT
+            for b in self._outputs
+        }
+        row_bytes = sum(pitch.values())
+        room = int(self.ctx.free_memory() * self.s.placement_memory_share * _ROTATION_MEMORY_SHARE)
+        rows = min(k, room // max(1, row_bytes))
+        if rows < 2:
+            return None
+        pools: dict[str, DeviceBuffer] = {}
+        try:
+            for name, step in pitch.items():
+                pools[name] = self.ctx.alloc(rows * step)
+        except CudaError as exc:
+            for buf in pools.values():
+                self.ctx.free(buf)
+            if exc.sticky:
+                raise
+            return None
+        return _Rotation(pools, pitch, rows)
 
     def _sample(self, entries: list[_Entry]) -> None:
         start = time.monotonic()
@@ -407,6 +479,8 @@ class Profiler:
                 self.ctx.upload(self._masters[name], host)
 
     def _check_one(self, task: Task, e: _Entry, ref: Any) -> str | None:
+        """One run as it was timed (a graph's replays each into its own outputs) on new input values;
+        every output it wrote must be right."""
         p = e.first
         assert p is not None and p.prepared is not None and ref.expected is not None
         bufs = p.bufs
@@ -416,27 +490,43 @@ class Profiler:
             poison(self.ctx, bufs.device[b.name], b.dtype)
         if self.vs.independent_runs:
             self._fresh(e, p)
-        p.prepared.run(self.ctx)
+        rotation = e.rotation if p.graph is not None else None
+        if rotation is not None:
+            self.ctx.launch_graph(p.graph)
+        else:
+            p.prepared.run(self.ctx)
         self.ctx.wait(self.vs.launch_timeout_s)
         for b in task.outputs:
-            scale = ref.scale[b.name] if ref.scale else None
-            wrong, _ = compare_on_device(
-                self.ctx,
-                self.harness,
-                bufs.device[b.name],
-                b,
-                ref.expected[b.name],
-                scale,
-                task.tolerance,
-                ref.rms_of(b.name),
-                self.vs.launch_timeout_s,
-                self.vault,
+            nbytes = bufs.device[b.name].nbytes
+            written = (
+                [bufs.device[b.name]]
+                if rotation is None
+                else [rotation.row(b.name, i, nbytes) for i in range(rotation.rows)]
             )
-            if wrong:
-                return (
-                    f"after timing, new input values in the same buffers gave {wrong} wrong "
-                    f"element(s) of {b.name!r}: the kernel returns results cached from earlier runs"
+            for i, got in enumerate(written):
+                wrong, _ = compare_on_device(
+                    self.ctx,
+                    self.harness,
+                    got,
+                    b,
+                    ref.expected[b.name],
+                    ref.scale[b.name] if ref.scale else None,
+                    task.tolerance,
+                    ref.rms_of(b.name),
+                    self.vs.launch_timeout_s,
+                    self.vault,
                 )
+                if wrong and rotation is not None:
+                    return (
+                        f"after timing, new input values in the same buffers gave {wrong} wrong element(s) of "
+                        f"{b.name!r} in replay {i + 1} of {rotation.rows} of the timed graph (each replay writes "
+                        "outputs of its own, poisoned before): the kernel skips work when it finds results there"
+                    )
+                if wrong:
+                    return (
+                        f"after timing, new input values in the same buffers gave {wrong} wrong "
+                        f"element(s) of {b.name!r}: the kernel returns results cached from earlier runs"
+                    )
         return None
 
     def _placement_count(self, task: Task, entries: int) -> int:

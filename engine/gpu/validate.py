@@ -51,6 +51,16 @@ def poison(ctx: Context, buf: DeviceBuffer, dtype: str) -> None:
         ctx.fill32(buf, (d.poison or INT_POISON) & 0xFFFFFFFF)  # an 8-byte poison is one word twice
 
 
+def poison_rows(ctx: Context, ptr: int, pitch: int, rows: int, nbytes: int, dtype: str) -> None:
+    """poison() for `rows` copies of an output of `nbytes`, `pitch` bytes apart (one call, however many:
+    the profiler's rotating outputs); the last word of a row may spill into the gap after it."""
+    d = DTYPES[dtype]
+    if d.itemsize == 2:
+        ctx.fill_rows16(ptr, pitch, d.poison or HALF_POISON, -(-nbytes // 2), rows)
+    else:
+        ctx.fill_rows32(ptr, pitch, (d.poison or INT_POISON) & 0xFFFFFFFF, -(-nbytes // 4), rows)
+
+
 def task_bytes(task: Task, case: SizeCase) -> int:
     return task.buffer_bytes(case)
 

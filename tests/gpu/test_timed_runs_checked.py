@@ -30,6 +30,7 @@ from judge_cheats import (
 from cuda_llm.engine.contract.limits import ModuleMemory
 from cuda_llm.engine.gpu.protocol import ProfileReport, Timing
 from cuda_llm.engine.judge.judgement import Candidate, Compiled
+from cuda_llm.engine.task.model import SizeCase
 from cuda_llm.engine.task.plan import parse_plan
 
 pytestmark = pytest.mark.gpu
@@ -39,6 +40,8 @@ pytestmark = pytest.mark.gpu
 NOISE = 0.03
 # The positive control: where the hole is open, the cheat takes at most this share of the honest time.
 CHEAT_WINS_UNDER = 0.6
+# vector_add at this size runs a few microseconds: timed as a CUDA graph of replays.
+GRAPH_N = 1 << 20
 
 Programs = dict[str, tuple[str, dict]]  # label -> (source, plan)
 Profile = Callable[..., ProfileReport]
@@ -56,8 +59,8 @@ def profile(gpu) -> Iterator[Profile]:
 
     state = WorkerState(0, gpu.settings)
 
-    def run(task_name: str, programs: Programs, independent: bool = True, trusted=(), hook=None) -> ProfileReport:
-        task = gpu.task(task_name)
+    def run(task_name, programs: Programs, independent: bool = True, trusted=(), hook=None) -> ProfileReport:
+        task = gpu.task(task_name) if isinstance(task_name, str) else task_name
         judge = gpu.env.judge(task, gpu.settings)
         compiled: dict[str, Compiled] = {}
         for label, (source, plan) in programs.items():
@@ -92,9 +95,9 @@ def timings(report: ProfileReport) -> dict[str, Timing]:
     return by_label
 
 
-def assert_cheat_closed(profile: Profile, task: str, honest: tuple[str, dict], cheat: tuple[str, dict]) -> None:
+def assert_cheat_closed(profile: Profile, task, honest, cheat, same_time: bool = True) -> dict[str, Timing]:
     """Open (independent_runs off): the cheat wins. Closed: it is timed on its honest path or caught,
-    and the honest twin keeps its time within noise."""
+    and the honest twin keeps its time within noise (`same_time`)."""
     before = timings(profile(task, {"honest": honest, "cheat": cheat}, independent=False))
     assert before["cheat"].median_us < CHEAT_WINS_UNDER * before["honest"].median_us, (
         f"positive control: the cheat should win when runs are not independent: {before}"
@@ -103,7 +106,9 @@ def assert_cheat_closed(profile: Profile, task: str, honest: tuple[str, dict], c
     assert after["honest"].state_check is None
     if after["cheat"].state_check is None:
         assert after["cheat"].median_us >= (1 - NOISE) * after["honest"].median_us, after
-    assert abs(after["honest"].median_us / before["honest"].median_us - 1) <= NOISE, (before, after)
+    if same_time:
+        assert abs(after["honest"].median_us / before["honest"].median_us - 1) <= NOISE, (before, after)
+    return after
 
 
 # ---- item 1: timed runs are checked ----------------------------------------------------------------
@@ -111,6 +116,21 @@ def assert_cheat_closed(profile: Profile, task: str, honest: tuple[str, dict], c
 
 def test_a_kernel_that_skips_work_when_its_output_holds_a_number_gains_nothing(profile):
     assert_cheat_closed(profile, "vector_add", (HONEST_VADD, VADD_PLAN), (POISON_KEYED_VADD, VADD_PLAN))
+
+
+def test_in_a_graph_of_replays_each_replay_finds_its_outputs_poisoned(gpu, profile):
+    """A plan short enough to be timed as a CUDA graph of K replays (vector_add at 2^20 elements):
+    each replay writes outputs of its own, poisoned before the sample, and the check after timing
+    verifies every replay's. Not compared with its time before: replays that rewrite the same
+    outputs found them in the L2, and each replay now writes new ones (the baseline too, so a
+    speedup compares like with like)."""
+    base = gpu.task("vector_add")
+    case = SizeCase(f"graph-sized n={GRAPH_N}", (("n", GRAPH_N),), 1, is_timing=True)
+    task = dataclasses.replace(base, timing=case, fingerprint=base.fingerprint + "-graph-sized")
+    after = assert_cheat_closed(
+        profile, task, (HONEST_VADD, VADD_PLAN), (POISON_KEYED_VADD, VADD_PLAN), same_time=False
+    )
+    assert after["honest"].mode == "graph" and after["honest"].replays >= 2, after["honest"]
 
 
 def test_a_globaltimer_pause_just_above_the_physical_floor_gains_nothing(gpu, profile):
