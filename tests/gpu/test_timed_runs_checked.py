@@ -200,8 +200,9 @@ def point_at(victim: str, name: str = "a") -> Callable:
                 ctx = profiler.ctx
                 at = ctx.module_global(modules["attacker"], "target")
                 assert at is not None and "ptr" in found, "the victim is set up before the attacker"
-                ctx.upload(DeviceBuffer(at[0], 8), np.array([found["ptr"]], dtype=np.uint64))
-                ctx.wait(10.0)
+                pointer = np.array([found["ptr"]], dtype=np.uint64)
+                ctx.upload(DeviceBuffer(at[0], 8), pointer)
+                ctx.wait(10.0)  # `pointer` lives until the copy is done
                 e.state.release()  # what is put back before each run now holds the pointer
                 e.state = DeviceState.capture(ctx, modules["attacker"], cubins["attacker"])
 
