@@ -340,3 +340,52 @@ def test_device_variables_are_put_back_to_their_loaded_bytes():
     device.module_global = lambda module, name: None
     with pytest.raises(PlanError, match="cannot be located"):
         DeviceState.capture(device, "module", cubin)  # type: ignore[arg-type]
+
+
+def test_each_validation_case_starts_from_the_loaded_device_state():
+    """validate.run_case puts the module's variables back before a case's first run, not between
+    its two runs: the second sees what the first left, as a second call of the program would."""
+    from cuda_llm.engine.gpu.validate import run_case
+
+    device, task = device_and_task()
+    case = SizeCase(f"n={N}", (("n", N),), 1)
+    restores: list[int] = []
+    calls: list[str] = []
+    run, _ = kernel("honest", calls)
+
+    def binder(case, buffers):
+        params = pack_params([("ptr", buffers[x].ptr) for x in "abc"] + [("int32", N)])
+        return PreparedPlan([PreparedLaunch(0, "vector_add", run, (1, 1, 1), (1, 1, 1), 0, params)], [], ())
+
+    rng = np.random.default_rng(5)
+    host = {name: rng.standard_normal(N).astype(np.float32) for name in ("a", "b")}
+    ref = SimpleNamespace(
+        inputs=host,
+        expected={"c": host["a"].astype(np.float64) + host["b"].astype(np.float64)},
+        scale=None,
+        rms_of=lambda name: 0.0,
+    )
+    harness = Harness(device)
+    harness.scrub_shared = lambda pattern: None  # type: ignore[attr-defined]
+    state = SimpleNamespace(restore=lambda: restores.append(1))
+    for settings, expected in (
+        (ValidationSettings(), 1),
+        (dataclasses.replace(ValidationSettings(), independent_runs=False), 0),
+    ):
+        restores.clear()
+        outcome = run_case(
+            device,
+            None,
+            harness,
+            None,
+            task,
+            None,
+            case,
+            ref,
+            "case",
+            settings,
+            binder=binder,
+            device_state=state,  # type: ignore[arg-type]
+        )
+        assert outcome.report.passed, outcome.report
+        assert len(restores) == expected
