@@ -19,6 +19,7 @@ from typing import Any
 
 from cuda_llm.engine.compile import headers as header_search
 from cuda_llm.engine.compile import nvrtc_library
+from cuda_llm.engine.compile.cubin import STATE_ANCHORS
 from cuda_llm.engine.compile.log import keep_own_diagnostics, parse_diagnostics, parse_ptxas, with_global_writes
 from cuda_llm.engine.compile.nvrtc_library import supported_archs
 from cuda_llm.engine.compile.prelude import with_prelude
@@ -136,7 +137,12 @@ def compile_checked(
     if checked.headers and not include_dirs:
         return failed_result(arch, header_search.NO_HEADERS_MESSAGE, version=version, headers=checked.headers)
     options = build_options(arch, settings, include_dirs, version)
-    text = with_prelude(checked.text, checked.headers) if settings.prelude else checked.text
+    text = (
+        with_prelude(checked.text, checked.headers)
+        if settings.prelude
+        else f'#line 1 "{CANDIDATE_FILE}"\n' + checked.text
+    )
+    text = STATE_ANCHORS + text
 
     ok_code = nvrtc.nvrtcResult.NVRTC_SUCCESS
     started = time.perf_counter()

@@ -36,6 +36,20 @@ class PlanError(Exception):
 
 
 @dataclass(frozen=True)
+class ModuleMemory:
+    """The device memory a program's module takes for its `__device__` variables when it is loaded
+    (engine/compile/cubin.py): counted with the scratch against the same allowance, since it is
+    working memory the harness never sees allocated."""
+
+    nbytes: int
+    largest: tuple[tuple[str, int], ...] = ()  # (variable, bytes), largest first, for the message
+
+    def describe(self) -> str:
+        names = ", ".join(f"{name} {size / 2**20:,.1f} MiB" for name, size in self.largest)
+        return f"{self.nbytes / 2**20:,.1f} MiB of __device__ variables" + (f" ({names})" if names else "")
+
+
+@dataclass(frozen=True)
 class LaunchLimits:
     """What one launch may ask of a GPU."""
 
@@ -202,11 +216,13 @@ def size_plan(
     task_bytes: int,
     static_shared: Mapping[str, int] | None = None,
     at: str = "",
+    module: ModuleMemory | None = None,
 ) -> SizedPlan:
     """The plan at the sizes in `env`, or PlanError saying what no GPU with these limits can run.
     `task_bytes`: the task's own buffers at these sizes (the scratch allowance grows with them);
     `static_shared`: each kernel's static shared memory, where known (from ptxas or the module);
-    `at`: a prefix for messages naming the size ("at n=1000: ")."""
+    `at`: a prefix for messages naming the size ("at n=1000: "); `module`: the module's own
+    `__device__` variables, which count against the scratch allowance."""
     at = at or f"at {_size_text(env)}: "
     scratch: list[tuple[str, int]] = []
     for i, s in enumerate(plan.scratch):
@@ -219,6 +235,12 @@ def size_plan(
         scratch.append((s.name, count * DTYPES[s.dtype].itemsize))
     total = sum(n for _, n in scratch)
     allowance = 2 * task_bytes + SCRATCH_SLACK_BYTES
+    if module is not None and module.nbytes and total + module.nbytes > allowance:
+        raise PlanError(
+            f"{at}the module's {module.describe()} and {total / 2**20:,.1f} MiB of scratch buffers together are "
+            f"over the limit of {allowance / 2**20:,.0f} MiB (twice the task's buffers plus 256 MiB): declare "
+            "working memory as scratch in the launch plan, sized by the task's sizes, not as __device__ arrays"
+        )
     if total > allowance:
         raise PlanError(
             f"{at}the scratch buffers need {total / 2**20:,.1f} MiB, over the limit of {allowance / 2**20:,.0f} MiB "
@@ -270,8 +292,12 @@ def case_prefix(case: SizeCase) -> str:
 
 
 def check_every_size(
-    plan: BoundPlan, task: Task, limits: LaunchLimits, static_shared: Mapping[str, int] | None = None
+    plan: BoundPlan,
+    task: Task,
+    limits: LaunchLimits,
+    static_shared: Mapping[str, int] | None = None,
+    module: ModuleMemory | None = None,
 ) -> None:
     """Raise PlanError for the first validation or timing size at which the plan cannot run."""
     for case in task.validation:
-        size_plan(plan, task.env(case), limits, task.buffer_bytes(case), static_shared, case_prefix(case))
+        size_plan(plan, task.env(case), limits, task.buffer_bytes(case), static_shared, case_prefix(case), module)

@@ -243,8 +243,26 @@ class Context:
         if rest:
             check(cu.cuMemsetD8Async(buf.ptr + 4 * words, word & 0xFF, rest, self.stream), "cuMemsetD8")
 
+    def fill_rows32(self, ptr: int, pitch: int, word: int, width_words: int, rows: int) -> None:
+        """Fill `rows` rows of `width_words` 32-bit words each, `pitch` bytes apart, with one word."""
+        if width_words and rows:
+            check(cu.cuMemsetD2D32Async(ptr, pitch, word & 0xFFFFFFFF, width_words, rows, self.stream), "cuMemsetD2D32")
+
+    def fill_rows16(self, ptr: int, pitch: int, half: int, width_halves: int, rows: int) -> None:
+        if width_halves and rows:
+            check(cu.cuMemsetD2D16Async(ptr, pitch, half & 0xFFFF, width_halves, rows, self.stream), "cuMemsetD2D16")
+
     def fill16(self, buf: DeviceBuffer, half: int) -> None:
         check(cu.cuMemsetD16Async(buf.ptr, half & 0xFFFF, buf.nbytes // 2, self.stream), "cuMemsetD16")
+
+    def wipe_slack(self, buf: DeviceBuffer) -> None:
+        """Zero the alignment slack around a buffer (what the allocation holds beyond `nbytes`): device
+        memory a kernel can write without a fault, so a result kept there would outlive the run."""
+        if not buf.base:
+            return
+        end = buf.base + allocated_bytes(buf.nbytes)
+        self.zero(buf.base, buf.ptr - buf.base)
+        self.zero(buf.ptr + buf.nbytes, end - (buf.ptr + buf.nbytes))
 
     def zero(self, ptr: int, nbytes: int) -> None:
         if nbytes:
@@ -256,6 +274,20 @@ class Context:
 
     def unload_module(self, module: Any) -> None:
         check(cu.cuModuleUnload(module), "cuModuleUnload")
+
+    def module_global(self, module: Any, name: str) -> tuple[int, int] | None:
+        """(device address, bytes) of a module-scope variable, or None when the module does not
+        export that name (a `static` variable has local binding)."""
+        result = cu.cuModuleGetGlobal(module, name.encode())
+        if result[0] == cu.CUresult.CUDA_ERROR_NOT_FOUND:
+            return None
+        ptr, size = check(result, f"cuModuleGetGlobal({name})")
+        return int(ptr), int(size)
+
+    def copy_raw(self, dst: int, src: int, nbytes: int) -> None:
+        """Device-to-device copy between raw addresses (stream-ordered)."""
+        if nbytes:
+            check(cu.cuMemcpyDtoDAsync(dst, src, nbytes, self.stream), "cuMemcpyDtoD")
 
     def function(self, module: Any, name: str) -> Any:
         return check(cu.cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction({name})")

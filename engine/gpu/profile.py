@@ -7,6 +7,14 @@ samples under a throttled SM clock discarded. Each program runs on several copie
 turn (placements), so where the memory happens to lie is averaged over rather than drawn once.
 After timing, the same buffers get new input values and each program must still produce the right
 answer (catches results cached between runs).
+
+No run can lean on an earlier one: before every run, timed or not, the outputs are poisoned, the
+slack around the buffers wiped and the module's `__device__` variables put back to their loaded
+values (engine/gpu/device_state.py), all outside the timed region; a program with such variables is
+never replayed in a graph, whose replays are not separate runs. After timing, every program's inputs
+are checked, trusted ones too; when some changed, each untrusted program is run alone to find which
+did it, and the report names it, so the judge can time the others again without it instead of
+blaming whoever was written to.
 """
 
 from __future__ import annotations
@@ -19,7 +27,8 @@ import numpy as np
 
 from cuda_llm.engine.core.settings import ProfileSettings, ValidationSettings
 from cuda_llm.engine.gpu.device_compare import compare_on_device
-from cuda_llm.engine.gpu.driver import Context, CudaError, is_fatal
+from cuda_llm.engine.gpu.device_state import DeviceState, reset_for_run
+from cuda_llm.engine.gpu.driver import BUFFER_ALIGNMENT, Context, CudaError, DeviceBuffer, is_fatal
 from cuda_llm.engine.gpu.eager import EAGER_LABEL
 from cuda_llm.engine.gpu.expected_vault import ExpectedVault
 from cuda_llm.engine.gpu.harness import Harness
@@ -33,7 +42,7 @@ from cuda_llm.engine.gpu.runner import ModuleFunctions, PlanError, PreparedPlan,
 from cuda_llm.engine.gpu.stop_rule import placement_medians, should_stop, spread_within_placements
 from cuda_llm.engine.gpu.telemetry import Nvml
 from cuda_llm.engine.gpu.torch_compile import TORCH_COMPILE_LABEL
-from cuda_llm.engine.gpu.validate import BufferSet, poison, task_bytes
+from cuda_llm.engine.gpu.validate import BufferSet, poison, poison_rows, task_bytes
 from cuda_llm.engine.task.model import Task
 from cuda_llm.engine.task.reference import case_seed
 
@@ -49,6 +58,10 @@ _LIBRARY_ENQUEUE_GUESS_US = 200.0
 _LIBRARY_ENQUEUE_CAP_US = 20_000.0
 # Graph replays per sample are capped: more adds nothing once launch latency is amortised.
 _MAX_GRAPH_REPLAYS = 1000
+# Each replay of a graph writes outputs of its own (_Rotation); all of a program's copies may take at
+# most this share of the placements' memory allowance, so a graph of short replays with large
+# outputs gets fewer replays rather than crowding the other programs' buffers out.
+_ROTATION_MEMORY_SHARE = 0.25
 
 
 @dataclass
@@ -58,6 +71,20 @@ class _Placement:
     bufs: BufferSet
     prepared: PreparedPlan | BoundLibrary | None = None  # the library's program duck-types the plan
     graph: Any = None
+
+
+@dataclass
+class _Rotation:
+    """Where each replay of a graph writes its outputs: `rows` copies of every output, `pitch` bytes
+    apart, each poisoned before every sample, so no replay finds an earlier one's result in its
+    outputs, and each one's result is there to check."""
+
+    pools: dict[str, DeviceBuffer]  # output name -> `rows` rows of `pitch` bytes
+    pitch: dict[str, int]
+    rows: int
+
+    def row(self, name: str, i: int, nbytes: int) -> DeviceBuffer:
+        return DeviceBuffer(self.pools[name].ptr + i * self.pitch[name], nbytes)
 
 
 @dataclass
@@ -78,16 +105,23 @@ class _Entry:
     done: bool = False
     fault: Fault | None = None
     state_check: str | None = None
+    state: DeviceState | None = None  # its module's __device__ variables as loaded
+    rotation: _Rotation | None = None  # graph mode: each replay's own outputs
 
     @property
     def first(self) -> _Placement | None:
         """The placement the state check re-runs, and whose plan describes the resources."""
         return self.placements[0] if self.placements else None
 
-    def enqueue(self, ctx: Context) -> None:
-        """Queue one run on the next placement in turn."""
+    def next_placement(self) -> _Placement:
+        """The placement the next run uses (each in turn)."""
         p = self.placements[self.turn % len(self.placements)]
         self.turn += 1
+        return p
+
+    @staticmethod
+    def enqueue_on(ctx: Context, p: _Placement) -> None:
+        """Queue one run on placement `p`: its graph of replays, or one run of the plan."""
         assert p.prepared is not None
         if p.graph is not None:
             ctx.launch_graph(p.graph)
@@ -126,6 +160,10 @@ class _Entry:
             if p.prepared is not None:
                 p.prepared.release(ctx)
             p.bufs.free()
+        if self.rotation is not None:
+            for buf in self.rotation.pools.values():
+                ctx.free(buf)
+            self.rotation = None
 
 
 class Profiler:
@@ -156,6 +194,9 @@ class Profiler:
         self.ev0 = ctx.event()
         self.ev1 = ctx.event()
         self._masters: dict[str, Any] = {}
+        self._outputs: tuple[Any, ...] = ()
+        self._tampering: tuple[str, ...] = ()  # this profile's culprits (see _trace)
+        self._unexplained: str | None = None
 
     # ---- one sample ----------------------------------------------------------------------
     def _timed(self, entry: _Entry, flush: bool) -> float:
@@ -167,14 +208,33 @@ class Profiler:
             raise
 
     def _timed_unchecked(self, entry: _Entry, flush: bool) -> float:
+        p = entry.next_placement()
+        if self.vs.independent_runs:
+            self._fresh(entry, p)
         if flush:
             self.harness.flush_l2()
         self.harness.delay_us(entry.enqueue_us())
         self.ctx.record(self.ev0)
-        entry.enqueue(self.ctx)
+        entry.enqueue_on(self.ctx, p)
         self.ctx.record(self.ev1)
         self.ctx.wait(self.vs.launch_timeout_s)
         return self.ctx.elapsed_ms(self.ev0, self.ev1)
+
+    def _fresh(self, entry: _Entry, p: _Placement) -> None:
+        """Before a run, outside any timed region: outputs poisoned, so a program that returns at once
+        when they hold a number leaves the poison for the check after timing to find; the slack
+        around its buffers wiped and its module's variables put back, so nothing of an earlier run
+        is left for it to find."""
+        for b in self._outputs:
+            poison(self.ctx, p.bufs.device[b.name], b.dtype)
+        if entry.rotation is not None:
+            r = entry.rotation
+            for b in self._outputs:
+                poison_rows(
+                    self.ctx, r.pools[b.name].ptr, r.pitch[b.name], r.rows, p.bufs.device[b.name].nbytes, b.dtype
+                )
+        scratch = [b for b in getattr(p.prepared, "scratch", ()) if isinstance(b, DeviceBuffer)]
+        reset_for_run(self.ctx, [*p.bufs.device.values(), *scratch], entry.state)
 
     def _throttled(self) -> tuple[bool, float | None]:
         if self.nvml is None:
@@ -217,19 +277,66 @@ class Profiler:
         # A library call may allocate or synchronise while queuing: it is never captured in a graph.
         if est_us >= self.s.graph_threshold_us or entry.library is not None or entry.fault is not None:
             return
+        # Its __device__ variables are put back before every run; a graph's replays follow each other
+        # with nothing between them, so the second could find what the first left.
+        if self.vs.independent_runs and entry.state is not None and entry.state.writable:
+            return
         k = int(min(_MAX_GRAPH_REPLAYS, max(2, np.ceil(self.s.graph_target_us / max(est_us, 0.5)))))
+        if self.vs.independent_runs:
+            rotation = self._rotation(entry, k)
+            if rotation is None:
+                return  # no room for each replay's own outputs: one run a sample, as a long plan
+            entry.rotation, k = rotation, rotation.rows
         for p in entry.placements:
             prepared = p.prepared
             assert prepared is not None
+            runs: list[PreparedPlan | BoundLibrary] = [prepared] * k
+            if entry.rotation is not None and isinstance(prepared, PreparedPlan):
+                rot = entry.rotation
+                runs = [
+                    prepared.retargeted(
+                        {
+                            p.bufs.device[b.name].ptr: rot.row(b.name, i, p.bufs.device[b.name].nbytes).ptr
+                            for b in self._outputs
+                        }
+                    )
+                    for i in range(k)
+                ]
 
-            def body(prepared: PreparedPlan | BoundLibrary = prepared) -> None:
-                for _ in range(k):
-                    prepared.run(self.ctx)
+            def body(runs: list[PreparedPlan | BoundLibrary] = runs) -> None:
+                for run in runs:
+                    run.run(self.ctx)
 
             p.graph = self.ctx.capture_graph(body)
         entry.replays = k
         for _ in entry.placements:
             self._timed(entry, flush=True)  # the first launch of a graph uploads it: keep that out
+
+    def _rotation(self, entry: _Entry, k: int) -> _Rotation | None:
+        """Room for `k` copies of the outputs (fewer, at least 2, where the device has less to spare:
+        a shorter graph), each on its own 2 MiB boundary like every buffer; None where not even 2 fit."""
+        first = entry.first
+        assert first is not None
+        pitch = {
+            b.name: -(-max(first.bufs.device[b.name].nbytes, 1) // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT
+            for b in self._outputs
+        }
+        row_bytes = sum(pitch.values())
+        room = int(self.ctx.free_memory() * self.s.placement_memory_share * _ROTATION_MEMORY_SHARE)
+        rows = min(k, room // max(1, row_bytes))
+        if rows < 2:
+            return None
+        pools: dict[str, DeviceBuffer] = {}
+        try:
+            for name, step in pitch.items():
+                pools[name] = self.ctx.alloc(rows * step)
+        except CudaError as exc:
+            for buf in pools.values():
+                self.ctx.free(buf)
+            if exc.sticky:
+                raise
+            return None
+        return _Rotation(pools, pitch, rows)
 
     def _sample(self, entries: list[_Entry]) -> None:
         start = time.monotonic()
@@ -265,29 +372,28 @@ class Profiler:
                 break
 
     def _state_check(self, task: Task, entries: list[_Entry], inputs: dict[str, Any]) -> None:
-        """New input values in the very buffers that were timed; every program must still be right."""
+        """New input values in the very buffers that were timed; every program must still be right.
+        Before that, while the masters still hold the timed values, every program's inputs are
+        checked unchanged (trusted ones too: a candidate that wrote the baseline's inputs would
+        change the yardstick), and a change is traced to the program that made it."""
         case = task.timing
         ref = self.refs.get(task, case, case_seed(task, case, 0))
-        checked = [e for e in entries if e.fault is None and e.placements and not e.trusted]
-        for e in checked:
-            try:
-                # While the masters still hold the timed values: did the program write its inputs?
-                e.state_check = next(
-                    (
-                        f"the kernel changed input {name!r} while being timed"
-                        for p in e.placements
-                        for name in inputs
-                        if self.harness.count_diff(p.bufs.device[name], self._masters[name], self.vs.launch_timeout_s)
-                    ),
-                    None,
-                )
-            except Exception as exc:
-                exc.case = e.label  # type: ignore[attr-defined]  # the worker names the culprit
-                raise
+        timed = [e for e in entries if e.fault is None and e.placements]
+        if self.vs.independent_runs:
+            changed = self._changed_inputs(timed, inputs)
+            if changed:
+                self._trace(timed, inputs, changed)
+        else:
+            for e in timed:
+                if e.trusted:
+                    continue
+                own = self._changed_inputs([e], inputs).get(e.label)
+                if own:
+                    e.state_check = f"the kernel changed input {own[0]!r} while being timed"
         # The new values go up once, into the masters (no program reads them any more).
         self._fill_masters(task, case_seed(task, case, 0), ref.inputs)
-        for e in checked:
-            if e.state_check is not None:
+        for e in timed:
+            if e.trusted or e.state_check is not None:
                 continue
             try:
                 e.state_check = self._check_one(task, e, ref)
@@ -296,6 +402,68 @@ class Profiler:
             except Exception as exc:
                 exc.case = e.label  # type: ignore[attr-defined]  # the worker names the culprit
                 raise
+
+    def _changed_inputs(self, entries: list[_Entry], inputs: dict[str, Any]) -> dict[str, list[str]]:
+        """{label: the inputs that differ from the masters on some placement} of `entries`."""
+        changed: dict[str, list[str]] = {}
+        for e in entries:
+            try:
+                names = [
+                    name
+                    for name in inputs
+                    if any(
+                        self.harness.count_diff(p.bufs.device[name], self._masters[name], self.vs.launch_timeout_s)
+                        for p in e.placements
+                    )
+                ]
+            except Exception as exc:
+                exc.case = e.label  # type: ignore[attr-defined]  # the worker names the culprit
+                raise
+            if names:
+                changed[e.label] = names
+        return changed
+
+    def _restore_inputs(self, entries: list[_Entry], inputs: dict[str, Any]) -> None:
+        for e in entries:
+            for p in e.placements:
+                for name in inputs:
+                    self.ctx.copy(p.bufs.device[name], self._masters[name])
+
+    def _trace(self, entries: list[_Entry], inputs: dict[str, Any], changed: dict[str, list[str]]) -> None:
+        """Some inputs changed while the group was timed: run each untrusted program alone, on every
+        placement, with every input put back first, and see whose run changes any. Those are the
+        culprits (their state check says what they wrote); nobody else is blamed. Recorded for the
+        report: the judge times the others again without the culprits."""
+        culprits: list[str] = []
+        for suspect in entries:
+            if suspect.trusted:
+                continue
+            self._restore_inputs(entries, inputs)
+            try:
+                for _ in suspect.placements:
+                    self._timed(suspect, flush=False)
+            except LibraryError:
+                continue  # the library call failed: it ran nothing to blame (nor to time)
+            hit = self._changed_inputs(entries, inputs)
+            if not hit:
+                continue
+            culprits.append(suspect.label)
+            own = hit.pop(suspect.label, None)
+            if own and not hit:
+                suspect.state_check = f"the kernel changed input {own[0]!r} while being timed"
+            else:
+                victim, names = next(iter(hit.items()))
+                suspect.state_check = (
+                    f"while being timed, the kernel wrote to input {names[0]!r} of another program timed with it "
+                    f"({victim}): a kernel may write only its own outputs and scratch"
+                )
+        self._restore_inputs(entries, inputs)
+        self._tampering = tuple(culprits)
+        if not culprits:
+            self._unexplained = (
+                f"inputs of {', '.join(sorted(changed))} changed while the group was timed, and no program "
+                "changed them when run alone"
+            )
 
     def _fill_masters(self, task: Task, seed: int, host_inputs: dict[str, Any]) -> None:
         """The timing size's inputs of `seed` into the masters: copied from the worker's device copy
@@ -311,6 +479,8 @@ class Profiler:
                 self.ctx.upload(self._masters[name], host)
 
     def _check_one(self, task: Task, e: _Entry, ref: Any) -> str | None:
+        """One run as it was timed (a graph's replays each into its own outputs) on new input values;
+        every output it wrote must be right."""
         p = e.first
         assert p is not None and p.prepared is not None and ref.expected is not None
         bufs = p.bufs
@@ -318,27 +488,45 @@ class Profiler:
             self.ctx.copy(bufs.device[name], self._masters[name])
         for b in task.outputs:
             poison(self.ctx, bufs.device[b.name], b.dtype)
-        p.prepared.run(self.ctx)
+        if self.vs.independent_runs:
+            self._fresh(e, p)
+        rotation = e.rotation if p.graph is not None else None
+        if rotation is not None:
+            self.ctx.launch_graph(p.graph)
+        else:
+            p.prepared.run(self.ctx)
         self.ctx.wait(self.vs.launch_timeout_s)
         for b in task.outputs:
-            scale = ref.scale[b.name] if ref.scale else None
-            wrong, _ = compare_on_device(
-                self.ctx,
-                self.harness,
-                bufs.device[b.name],
-                b,
-                ref.expected[b.name],
-                scale,
-                task.tolerance,
-                ref.rms_of(b.name),
-                self.vs.launch_timeout_s,
-                self.vault,
+            nbytes = bufs.device[b.name].nbytes
+            written = (
+                [bufs.device[b.name]]
+                if rotation is None
+                else [rotation.row(b.name, i, nbytes) for i in range(rotation.rows)]
             )
-            if wrong:
-                return (
-                    f"after timing, new input values in the same buffers gave {wrong} wrong "
-                    f"element(s) of {b.name!r}: the kernel returns results cached from earlier runs"
+            for i, got in enumerate(written):
+                wrong, _ = compare_on_device(
+                    self.ctx,
+                    self.harness,
+                    got,
+                    b,
+                    ref.expected[b.name],
+                    ref.scale[b.name] if ref.scale else None,
+                    task.tolerance,
+                    ref.rms_of(b.name),
+                    self.vs.launch_timeout_s,
+                    self.vault,
                 )
+                if wrong and rotation is not None:
+                    return (
+                        f"after timing, new input values in the same buffers gave {wrong} wrong element(s) of "
+                        f"{b.name!r} in replay {i + 1} of {rotation.rows} of the timed graph (each replay writes "
+                        "outputs of its own, poisoned before): the kernel skips work when it finds results there"
+                    )
+                if wrong:
+                    return (
+                        f"after timing, new input values in the same buffers gave {wrong} wrong "
+                        f"element(s) of {b.name!r}: the kernel returns results cached from earlier runs"
+                    )
         return None
 
     def _placement_count(self, task: Task, entries: int) -> int:
@@ -394,18 +582,23 @@ class Profiler:
         library: Library | None = None,
         eager: Any = None,
         torch_compile: Any = None,
+        states: dict[str, DeviceState] | None = None,
     ) -> ProfileReport:
         """Time (label, loaded module, bound plan, trusted) programs interleaved at the timing size,
         and the task's vendor-library program with them when `library` is given (checked against the
-        reference afterwards like any untrusted program)."""
+        reference afterwards like any untrusted program). `states`: each program's module variables
+        as loaded (engine/gpu/device_state.py), by label, put back before each of its runs."""
         start = time.monotonic()
+        self._outputs = task.outputs
+        self._tampering, self._unexplained = (), None
         phase = PhaseClock()
         case = task.timing
         with phase("reference"):
             timed_inputs = self.refs.get(task, case, case_seed(task, case, 0, "profile"), with_expected=False).inputs
         busy = self.nvml.other_processes() if self.nvml else None
         entries = [
-            _Entry(label, ModuleFunctions(self.ctx, module), plan, trusted) for label, module, plan, trusted in programs
+            _Entry(label, ModuleFunctions(self.ctx, module), plan, trusted, state=(states or {}).get(label))
+            for label, module, plan, trusted in programs
         ]
         if eager is not None:
             # PyTorch eager as an imported task's baseline (engine/gpu/eager.py): a program
@@ -491,4 +684,6 @@ class Profiler:
             else None,
             elapsed_s=time.monotonic() - start,
             phases_s=phase.totals,
+            tampering=self._tampering,
+            tampering_unexplained=self._unexplained,
         )

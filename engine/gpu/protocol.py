@@ -221,6 +221,12 @@ class ProfileReport:
     ran_on: RanOn | None = None  # set by the pool that ran it
     # Why there is no timing labelled "torch.compile" when it was asked for and there is none.
     torch_compile_note: str | None = None
+    # After timing, inputs of some program had changed (engine/gpu/profile.py): the programs that
+    # did it, each run alone again, and, when none did it alone, the one line that says so. The
+    # other programs' figures were taken on changed inputs: the judge times them again without
+    # the culprits, or each on its own.
+    tampering: tuple[str, ...] = ()
+    tampering_unexplained: str | None = None
 
 
 # ---- requests --------------------------------------------------------------------------------

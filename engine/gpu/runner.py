@@ -3,6 +3,8 @@ arguments, scratch buffers. Shared by validation and profiling (worker side)."""
 
 from __future__ import annotations
 
+import ctypes
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +43,16 @@ class PreparedPlan:
             ctx.zero(buf.ptr, buf.nbytes)
         for la in self.launches:
             ctx.launch(la.func, la.grid, la.block, la.shared, la.params)
+
+    def retargeted(self, moved: Mapping[int, int]) -> PreparedPlan:
+        """The same launches with the buffer addresses in `moved` replaced by others of the same size
+        (the profiler's rotating outputs); the scratch stays this plan's, and so does freeing it."""
+        launches = []
+        for la in self.launches:
+            values, types = la.params
+            swapped = tuple(moved.get(v, v) if t is ctypes.c_void_p else v for v, t in zip(values, types, strict=True))
+            launches.append(dataclasses.replace(la, params=(swapped, types)))
+        return PreparedPlan(launches, self.scratch, self.resources)
 
     def release(self, ctx: Context) -> None:
         for buf in self._owned:

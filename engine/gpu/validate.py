@@ -17,6 +17,7 @@ import numpy as np
 from cuda_llm.engine.core.settings import ValidationSettings
 from cuda_llm.engine.gpu.compare import HALF_POISON, INT_POISON, Mismatch, OutputComparison, compare_output
 from cuda_llm.engine.gpu.device_compare import compare_on_device
+from cuda_llm.engine.gpu.device_state import DeviceState, reset_for_run
 from cuda_llm.engine.gpu.driver import Context, DeviceBuffer, allocated_bytes, is_fatal
 from cuda_llm.engine.gpu.expected_vault import ExpectedVault
 from cuda_llm.engine.gpu.input_masters import InputMasters
@@ -48,6 +49,16 @@ def poison(ctx: Context, buf: DeviceBuffer, dtype: str) -> None:
         ctx.fill16(buf, d.poison or HALF_POISON)
     else:
         ctx.fill32(buf, (d.poison or INT_POISON) & 0xFFFFFFFF)  # an 8-byte poison is one word twice
+
+
+def poison_rows(ctx: Context, ptr: int, pitch: int, rows: int, nbytes: int, dtype: str) -> None:
+    """poison() for `rows` copies of an output of `nbytes`, `pitch` bytes apart (one call, however many:
+    the profiler's rotating outputs); the last word of a row may spill into the gap after it."""
+    d = DTYPES[dtype]
+    if d.itemsize == 2:
+        ctx.fill_rows16(ptr, pitch, d.poison or HALF_POISON, -(-nbytes // 2), rows)
+    else:
+        ctx.fill_rows32(ptr, pitch, (d.poison or INT_POISON) & 0xFFFFFFFF, -(-nbytes // 4), rows)
 
 
 def task_bytes(task: Task, case: SizeCase) -> int:
@@ -115,6 +126,7 @@ def run_case(
     binder: Binder | None = None,
     masters: dict[str, DeviceBuffer] | None = None,
     vault: ExpectedVault | None = None,
+    device_state: DeviceState | None = None,
 ) -> CaseOutcome:
     """Run one validation case twice and judge it. Raises PlanError, CudaError or KernelTimeout.
 
@@ -124,7 +136,10 @@ def run_case(
     described element by element. `masters`: the case's inputs already on the device (checked
     unchanged: engine/gpu/input_masters.py), copied into the candidate's buffers and serving as the
     copy its inputs are checked against; without them the inputs are uploaded and copied. `vault`:
-    the worker's device copies of the expected values (engine/gpu/expected_vault.py)."""
+    the worker's device copies of the expected values (engine/gpu/expected_vault.py).
+    `device_state`: the module's `__device__` variables as loaded, put back before the case's first
+    run (with the slack around its buffers wiped), so no case sees what an earlier one left; the
+    second run sees what the first left, as a second call of the program would."""
     phase = phase or PhaseClock()
     with phase("allocate"):
         bufs = BufferSet(ctx, task, case)
@@ -153,6 +168,9 @@ def run_case(
             with phase("run"):
                 for b in task.outputs:
                     poison(ctx, bufs.device[b.name], b.dtype)
+                if i == 0 and settings.independent_runs:
+                    scratch = [b for b in getattr(prepared, "scratch", ()) if isinstance(b, DeviceBuffer)]
+                    reset_for_run(ctx, [*bufs.device.values(), *scratch], device_state)
                 harness.scrub_shared(pattern)
                 prepared.run(ctx)
                 ctx.wait(timeout)
@@ -290,6 +308,7 @@ def validate(
     binder: Binder | None = None,
     inputs: InputMasters | None = None,
     vault: ExpectedVault | None = None,
+    device_state: DeviceState | None = None,
 ) -> ValidationReport:
     """Judge one loaded module. PlanError/CudaError/KernelTimeout propagate to the worker, which
     turns them into a verdict (and restarts itself after a sticky error or a hang). `inputs` and
@@ -319,7 +338,21 @@ def validate(
                         key = (task.fingerprint, case.label, seed)
                         masters = inputs.get(key, ref.inputs, harness, settings.launch_timeout_s)
                 outcome = run_case(
-                    ctx, info, harness, funcs, task, plan, case, ref, label, settings, phase, binder, masters, vault
+                    ctx,
+                    info,
+                    harness,
+                    funcs,
+                    task,
+                    plan,
+                    case,
+                    ref,
+                    label,
+                    settings,
+                    phase,
+                    binder,
+                    masters,
+                    vault,
+                    device_state,
                 )
             except Exception as exc:
                 exc.case = label  # type: ignore[attr-defined]  # the worker names the case in its report

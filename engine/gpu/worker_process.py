@@ -258,6 +258,9 @@ def _context_healthy(state: WorkerState) -> bool:
 
 
 def handle_validate(state: WorkerState, req: Any):
+    from cuda_llm.engine.compile.cubin import CubinError, module_memory
+    from cuda_llm.engine.contract.limits import check_every_size, device_limits
+    from cuda_llm.engine.gpu.device_state import DeviceState
     from cuda_llm.engine.gpu.driver import CudaError, KernelTimeout
     from cuda_llm.engine.gpu.eager import is_eager_baseline
     from cuda_llm.engine.gpu.library import LibraryError
@@ -270,12 +273,19 @@ def handle_validate(state: WorkerState, req: Any):
     binder = state.eager(task).binder(task) if is_eager_baseline(task, req.program.label) else None
     _printf_bytes()
     module = None
+    device_state = None
     fatal = False
     load_s = 0.0
     try:
+        if binder is None:
+            # The module's __device__ variables count against the plan's memory allowance before
+            # they are allocated (the judge counted them too; a program from elsewhere may not be).
+            check_every_size(req.program.plan, task, device_limits(state.info), None, module_memory(req.program.cubin))
         loaded = time.monotonic()
         module = state.ctx.load_module(req.program.cubin)
         load_s = time.monotonic() - loaded
+        if binder is None:
+            device_state = DeviceState.capture(state.ctx, module, req.program.cubin)
         report = validate(
             state.ctx,
             state.info,
@@ -288,7 +298,10 @@ def handle_validate(state: WorkerState, req: Any):
             binder,
             state.inputs,
             state.vault,
+            device_state,
         )
+    except CubinError as exc:
+        report = ValidationReport(verdict="launch_error", summary=f"the compiled module could not be read: {exc}")
     except LibraryError as exc:
         report = ValidationReport(verdict="launch_error", summary=str(exc))
     except (CudaError, KernelTimeout, PlanError) as exc:
@@ -298,6 +311,9 @@ def handle_validate(state: WorkerState, req: Any):
         verdict: Verdict = fault.kind if fault.kind in ("crashed", "timed_out") else "launch_error"
         report = ValidationReport(verdict=verdict, summary=fault.message, fault=fault)
     finally:
+        if device_state is not None and not fatal:
+            with contextlib.suppress(CudaError):
+                device_state.release()
         if module is not None and not fatal:
             try:
                 state.ctx.unload_module(module)
@@ -308,12 +324,14 @@ def handle_validate(state: WorkerState, req: Any):
 
 
 def handle_profile(state: WorkerState, req: Any):
+    from cuda_llm.engine.gpu.device_state import DeviceState
     from cuda_llm.engine.gpu.driver import CudaError, KernelTimeout
     from cuda_llm.engine.gpu.eager import is_eager_baseline
     from cuda_llm.engine.gpu.protocol import Response
 
     task = state.task(req.task_folder)
     modules = []
+    states: dict[str, Any] = {}
     try:
         programs = []
         # An imported task's baseline is PyTorch eager, timed in place of baseline.cu.
@@ -324,9 +342,11 @@ def handle_profile(state: WorkerState, req: Any):
             module = state.ctx.load_module(p.cubin)
             modules.append(module)
             programs.append((p.label, module, p.plan, p.trusted))
+            # Validated programs only: each one's variables were located when it was validated.
+            states[p.label] = DeviceState.capture(state.ctx, module, p.cubin)
         library, name, note = state.library(task) if req.library else (None, None, None)
         compiled, compiled_note = state.torch_compiled(task) if req.torch_compile else (None, None)
-        report = state.profiler.profile(task, programs, library, eager, compiled)
+        report = state.profiler.profile(task, programs, library, eager, compiled, states)
         if req.library:
             report = dataclasses.replace(report, library_name=name, library_note=note)
         if compiled_note:
@@ -336,8 +356,12 @@ def handle_profile(state: WorkerState, req: Any):
         fault, fatal = _fault_response(exc, getattr(exc, "case", None))
         if fatal:
             modules = []  # nothing may touch the context any more
+            states = {}
         return Response(ok=False, error=fault.message, result=fault, fatal=fatal or not _context_healthy(state))
     finally:
+        for device_state in states.values():
+            with contextlib.suppress(CudaError):
+                device_state.release()
         for module in modules:
             with contextlib.suppress(CudaError):
                 state.ctx.unload_module(module)

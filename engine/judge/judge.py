@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from cuda_llm.engine.compile.cubin import CubinError, module_memory
 from cuda_llm.engine.compile.result import CompileResult
 from cuda_llm.engine.compile.source import CheckedSource, check_source
 from cuda_llm.engine.contract.binding import bind_plan
@@ -165,7 +166,13 @@ class Judge:
             # Every validation and timing size against the limits, before anything runs: compile-only
             # mode refuses what no GPU of the arch could launch, as the GPU worker would.
             static = {k.name: k.shared_bytes for k in result.kernels}
-            check_every_size(bound, self.task, self.limits, static)
+            # The module's own __device__ variables are working memory too: counted with the scratch
+            # before anything is loaded (a 64 GiB array compiles, and would bind).
+            module = module_memory(result.cubin) if result.cubin is not None else None
+            check_every_size(bound, self.task, self.limits, static, module)
+        except CubinError as exc:
+            message = f"the compiled module could not be read to count its __device__ variables: {exc}"
+            return Judgement(cand.label, "launch_error", message, candidate=cand, compile=result)
         except PlanError as exc:
             return Judgement(
                 cand.label, "launch_error", headline(str(exc)), detail=str(exc), candidate=cand, compile=result
@@ -272,7 +279,12 @@ class Judge:
         entries: Sequence[tuple[Compiled, Judgement]],
         anchor: tuple[Compiled, Judgement] | None,
         worker: int | None,
+        alone: bool = False,
     ) -> RoundTiming:
+        """Time one group on one GPU. A program that changed inputs while being timed (the worker ran
+        each alone to find it) is wrong, and the others are timed again without it: their figures
+        were taken on changed inputs. When no program did it alone, each candidate is timed again in
+        a group of its own (`alone`); if inputs still change there, it gets no figure and no blame."""
         assert self.gpu is not None  # profile() is only called with a GPU
         gpu = self.gpu
         baseline = await self.baseline()
@@ -288,6 +300,33 @@ class Judge:
             else:
                 outcome = await gpu.profile(self.task, programs, worker=worker)
             if isinstance(outcome, ProfileReport):
+                known = [
+                    label for label in outcome.tampering if label in pending or (anchor and label == anchor[1].label)
+                ]
+                if known:
+                    by_label = {t.label: t for t in outcome.timings}
+                    for label in known:
+                        why = by_label[label].state_check if label in by_label else None
+                        message = f"while being timed: {why or 'it changed inputs'}"
+                        notes.append(f"{label} changed inputs while being timed; the others were timed again")
+                        if label in pending:
+                            _c, j = pending.pop(label)
+                            crashed[label] = dataclasses.replace(j, status="wrong", message=message)
+                        elif anchor is not None and label == anchor[1].label:
+                            fixed, anchor = fixed[:1], None  # the best so far did it: no longer a yardstick
+                    continue
+                unexplained = outcome.tampering_unexplained or (
+                    f"{', '.join(outcome.tampering)} changed inputs while being timed" if outcome.tampering else None
+                )
+                if unexplained and not alone and len(pending) > 1:
+                    notes.append(f"{unexplained}: each candidate was timed again on its own")
+                    return await self._profile_alone(list(pending.values()), anchor, worker, crashed, notes)
+                if unexplained:
+                    untimed = tuple(
+                        dataclasses.replace(j, warnings=(*j.warnings, f"could not be timed: {unexplained}"))
+                        for _c, j in pending.values()
+                    )
+                    return RoundTiming(outcome.device, None, untimed + tuple(crashed.values()), tuple(notes))
                 break
             culprit = outcome.fault.case
             if culprit is None or culprit not in pending:
@@ -330,6 +369,24 @@ class Judge:
         return RoundTiming(
             outcome.device, base_t, tuple(judged), tuple(notes), anchors, anchor_j, (outcome.phases_s,), ran_on
         )
+
+    async def _profile_alone(
+        self,
+        entries: list[tuple[Compiled, Judgement]],
+        anchor: tuple[Compiled, Judgement] | None,
+        worker: int | None,
+        crashed: dict[str, Judgement],
+        notes: list[str],
+    ) -> RoundTiming:
+        """Each candidate in a group of its own with the baseline (and the anchor), one after the
+        other on the same GPU: whatever changes inputs there is the candidate's or the anchor's."""
+        parts = [await self._profile_group([e], anchor, worker, alone=True) for e in entries]
+        first = next((p for p in parts if p.baseline is not None), parts[0])
+        judged = tuple(j for part in parts for j in part.judgements) + tuple(crashed.values())
+        anchors = {k: v for part in parts for k, v in part.anchors.items()}
+        all_notes = tuple(notes) + tuple(n for part in parts for n in part.notes)
+        phases = tuple(ph for part in parts for ph in part.profile_phases_s)
+        return RoundTiming(first.device, first.baseline, judged, all_notes, anchors, first.anchor, phases, first.ran_on)
 
     def _with_timing(
         self, j: Judgement, t: Timing | None, base_t: Timing | None, where: str, ran_on: RanOn | None = None

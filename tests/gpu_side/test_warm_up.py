@@ -67,7 +67,9 @@ def entries(device: Device, placements: int = 4) -> list[_Entry]:
 def profiler(device: Device, clock: Clock) -> Profiler:
     # A time limit no test reaches: only the clock decides when the warm-up ends.
     settings = dataclasses.replace(ProfileSettings(), warmup_ms=600_000.0)
-    return Profiler(device, None, device, None, clock, settings, ValidationSettings())  # type: ignore[arg-type]
+    # Runs counted only: what is put back before each run is tests/gpu_side/test_independent_runs.py's.
+    vsettings = dataclasses.replace(ValidationSettings(), independent_runs=False)
+    return Profiler(device, None, device, None, clock, settings, vsettings)  # type: ignore[arg-type]
 
 
 def test_the_warm_up_ends_once_the_clock_is_up() -> None:
