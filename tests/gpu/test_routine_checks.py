@@ -138,7 +138,7 @@ def test_the_kernels_of_these_tests_compile_and_bind(tmp_path):
     programs = [(vector_add, SORTS_ITS_INPUTS), (vector_add, REMEMBERS_ITS_INPUTS), (short, short.baseline_source)]
 
     async def compile_all() -> list:
-        env = await open_environment(settings, "sm_90", compile_only=True)
+        env = await open_environment(settings, "sm_90", compile_only=True, compilers=1)
         try:
             return [
                 await env.judge(task, settings).compile(Candidate("routine", source, task.baseline_plan))
