@@ -41,19 +41,26 @@ def _compiled(gpu, task_name: str, source: str, label: str) -> Compiled:
     return compiled
 
 
+@pytest.fixture(scope="module")
+def worker_state(gpu):
+    """A GPU worker's state in this process, shared by the re-check test's two cases."""
+    from cuda_llm.engine.gpu.worker_process import WorkerState
+
+    return WorkerState(0, gpu.settings)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("remembers", [False, True], ids=["baseline", "remembers-its-inputs"])
-def test_a_stale_answer_after_timing_fails_the_re_check(gpu, remembers):
+def test_a_stale_answer_after_timing_fails_the_re_check(gpu, worker_state, remembers):
     """Validated, then timed, in one loaded module, so what the kernel remembers lasts from validation
     to the re-check (in this process: a worker's own reset of module state between runs, where it has
     one, is not what this test is about). The baseline is the control: the same steps, no complaint."""
     from cuda_llm.engine.gpu.validate import validate
-    from cuda_llm.engine.gpu.worker_process import WorkerState
 
     task = gpu.task("vector_add")
     source = REMEMBERS_ITS_INPUTS if remembers else task.baseline_source
     compiled = _compiled(gpu, "vector_add", source, "re-check")
-    state = WorkerState(0, gpu.settings)
+    state = worker_state
     module = state.ctx.load_module(compiled.compile.cubin)
     try:
         report = validate(
@@ -65,9 +72,8 @@ def test_a_stale_answer_after_timing_fails_the_re_check(gpu, remembers):
             module,
             compiled.bound,
             gpu.settings.validation,
-            None,
-            state.inputs,
-            state.vault,
+            inputs=state.inputs,
+            vault=state.vault,
         )
         assert report.verdict == "correct", report.summary
         profile = state.profiler.profile(task, [("re-check", module, compiled.bound, False)])
