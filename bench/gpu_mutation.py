@@ -2,7 +2,7 @@
 mutants, the GPU tests judge them.
 
 mutmut scores a mutant by the tests that reach its function in the test process, and the code of
-engine/gpu/validate.py, harness.py and device_compare.py runs in the GPU worker, a child process it
+engine/gpu/validate.py, harness.py, device_compare.py and profile.py runs in the GPU worker, a child process it
 does not see: on a CPU it calls them "no tests". So the mutants are written out here, each as a
 patch of its file, and run elsewhere:
 
@@ -46,7 +46,12 @@ from pathlib import Path
 from bench.named_mutants import checkout_copy, write_fresh
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_FILES = ("engine/gpu/validate.py", "engine/gpu/harness.py", "engine/gpu/device_compare.py")
+DEFAULT_FILES = (
+    "engine/gpu/validate.py",
+    "engine/gpu/harness.py",
+    "engine/gpu/device_compare.py",
+    "engine/gpu/profile.py",
+)
 
 # The GPU tests that judge a mutant, fastest and most telling first (`-x` stops at the first
 # failure). No test here asserts on a time: many slots share a GPU, and a timing test would kill
@@ -66,6 +71,11 @@ SELECTION = (
     "tests/gpu/test_stale_memory.py",
     "tests/gpu/test_timing.py::test_programs_are_timed_on_every_placement_asked_for",
     "tests/gpu/test_timing.py::test_placements_stay_within_their_share_of_free_memory",
+    # The judge's checks no other GPU test pins: inputs unchanged after validation, the re-check after
+    # timing (profile.py). The graph-mode test compares times, so it stays out (bench/named_mutants.py
+    # runs it); profile.py's CPU tests are tests/gpu_side/test_graph_mode.py and test_warm_up.py.
+    "tests/gpu/test_routine_checks.py::test_a_kernel_that_rewrites_its_inputs_consistently_is_wrong",
+    "tests/gpu/test_routine_checks.py::test_a_stale_answer_after_timing_fails_the_re_check",
 )
 PEAKS_TEST = "tests/gpu/test_roofline.py::test_the_physical_limits_come_from_the_device"
 # Functions (mutmut's key, without the mutant number) reached only by the peaks' measurement.

@@ -35,6 +35,7 @@ class Mutant:
 
 
 CHECKS = "tests/judge/test_checks.py"
+ROUTINE = "tests/gpu/test_routine_checks.py"
 MUTANTS = (
     Mutant(
         "compare kernel's tolerance doubled",
@@ -51,6 +52,37 @@ MUTANTS = (
         "ctx.fill32(buf, 0)",
         ("tests/gpu/test_judge_checks.py",),
         gpu=True,
+    ),
+    Mutant(
+        "a kernel that wrote its inputs passes",
+        "engine/gpu/validate.py",
+        "passed=wrong == 0 and problem is None,",
+        "passed=wrong == 0,",
+        (f"{ROUTINE}::test_a_kernel_that_rewrites_its_inputs_consistently_is_wrong",),
+        gpu=True,
+    ),
+    Mutant(
+        "no re-check after timing",
+        "engine/gpu/profile.py",
+        "            if wrong:\n                return (\n",
+        "            if False:\n                return (\n",
+        (f"{ROUTINE}::test_a_stale_answer_after_timing_fails_the_re_check",),
+        gpu=True,
+    ),
+    Mutant(
+        "graph samples not divided by their replays (device)",
+        "engine/gpu/profile.py",
+        "e.samples.append(ms * 1000 / e.replays)",
+        "e.samples.append(ms * 1000)",
+        (f"{ROUTINE}::test_a_short_plan_is_timed_as_a_graph_per_replay",),
+        gpu=True,
+    ),
+    Mutant(
+        "graph samples not divided by their replays",
+        "engine/gpu/profile.py",
+        "e.samples.append(ms * 1000 / e.replays)",
+        "e.samples.append(ms * 1000)",
+        ("tests/gpu_side/test_graph_mode.py",),
     ),
     Mutant(
         "outputs poisoned with 0",

@@ -105,8 +105,11 @@ SERIAL_GROUPS = {
     "tests/compile/test_header_macros.py": "header-macros",
     "tests/faults/test_host_safety.py": "host-safety",
     "tests/judge/test_metrics.py": "metrics",
-    # Every example module imported once (each import starts PyTorch in a child process).
-    "tests/torchtask/": "torchtask",
+    # Every example module imported once (the `imported` fixture: each import starts PyTorch in a
+    # child process), by the files that use it; the other torch tests spread over the workers.
+    "tests/torchtask/test_written_task.py": "torchtask-examples",
+    "tests/torchtask/test_fast_p.py": "torchtask-examples",
+    "tests/torchtask/test_gpu_import.py": "torchtask-examples",
 }
 _REPO = Path(__file__).resolve().parent.parent
 

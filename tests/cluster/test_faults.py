@@ -56,30 +56,37 @@ async def run_and_strike(
     llm_server.default = numbered(reply())  # as many programs as candidates, none a repeat
     env = await open_env(address, FakeGpuFactory(delay_s=job_s), cluster_settings)
     recorder = Recorder()
-    hook = kill_when_validating(recorder, strike)
+    hook = kill_when_validating(recorder, strike, env.gpu)
     result, _ = await run_session(
         options(tmp_path, "ollama:loop-model", candidates=candidates, rounds=1),
         host=llm_server.url,
         environment=env,
         recorder=hook,  # type: ignore[arg-type]
     )
+    assert hook.fired, "no GPU of the pool was sent a validation: the strike never ran"  # type: ignore[attr-defined]
     await asyncio.gather(*hook.fired)  # type: ignore[attr-defined]
     return result, recorder, env.gpu
 
 
-def kill_when_validating(recorder: Recorder, action) -> Recorder:
-    """Run `action` (in a thread) half a second after the first candidate compiles: every GPU is
-    then in the middle of a validation."""
-    fired = []
+def kill_when_validating(recorder: Recorder, action, pool) -> Recorder:
+    """Run `action` (in a thread) once the pool has sent every GPU a candidate's validation: each is
+    then in the middle of one (a job lasts seconds). The baseline's, which comes first, does not count:
+    the candidates' replies are recorded by then."""
+    fired: list[asyncio.Task] = []
+    handed: set[int] = set()
+    call = pool._call
+
+    async def call_and_strike(member, method, job, *rest):
+        if method == "validate" and not job[1].trusted and not fired:  # job: (the task shipped, the program)
+            handed.add(id(member))
+            if len(handed) == len(pool.members):
+                fired.append(asyncio.get_running_loop().create_task(asyncio.to_thread(action)))
+        return await call(member, method, job, *rest)
+
+    pool._call = call_and_strike
 
     def on_event(event: ev.Event) -> None:
         recorder(event)
-        if not fired and isinstance(event, ev.CandidateJudged) and event.stage == "compiled":
-            fired.append(asyncio.get_running_loop().create_task(later()))
-
-    async def later() -> None:
-        await asyncio.sleep(0.5)
-        await asyncio.to_thread(action)
 
     on_event.fired = fired  # type: ignore[attr-defined]
     return on_event  # type: ignore[return-value]

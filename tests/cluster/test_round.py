@@ -72,17 +72,25 @@ async def test_an_actor_that_dies_is_restarted_and_its_job_runs_again(ray_cluste
         judge = env.judge(TaskLibrary().get("vector_add"), Settings())
         baseline = await judge.baseline()
         pool = env.gpu
-        jobs = [asyncio.ensure_future(judge.validate(baseline)) for _ in range(3)]
-        await asyncio.sleep(0.5)  # every GPU holds a job now
         victim = pool.members[0]
+        handed = asyncio.Event()  # the victim's actor has been sent a job (1.5 s long)
+        back = asyncio.Event()
+        call = pool._call
+
+        async def call_and_say(member, method, *args):
+            if member is victim and method == "validate":
+                handed.set()
+            return await call(member, method, *args)
+
+        pool._call = call_and_say
+        pool.listen(lambda line, _warning: back.set() if line.endswith(" is back") else None)
+        jobs = [asyncio.ensure_future(judge.validate(baseline)) for _ in range(3)]
+        await asyncio.wait_for(handed.wait(), 60)
         ray.kill(victim.handle, no_restart=False)  # its process dies; Ray starts it again
         verdicts = await asyncio.gather(*jobs)
         assert [v.status for v in verdicts] == ["correct"] * 3, "the job of the dead actor ran again"
         assert pool.requeued >= 1
-        for _ in range(60):
-            if pool.revived:
-                break
-            await asyncio.sleep(0.5)
+        await asyncio.wait_for(back.wait(), 30)
         assert pool.revived == 1 and victim.state == "ready", pool.events
         slots = pool.size * QUIET.jobs_per_gpu  # as many jobs as the GPUs take at once: each gets some
         again = await asyncio.gather(*(judge.validate(baseline) for _ in range(slots)))

@@ -4,6 +4,7 @@ that no host file reaches a result."""
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,9 @@ def _everything(result: CompileResult) -> str:
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
 def test_a_kernel_compiles_to_cubin_and_ptx(arch: str) -> None:
+    started = time.perf_counter()  # the clock the compile's own figure is read on
     result = compile_in_process(kernels.TRIVIAL, arch)
+    took = time.perf_counter() - started
     assert result.ok and result.error is None and not result.timed_out
     assert result.cubin is not None and result.cubin[:4] == b"\x7fELF"
     assert result.ptx is not None and f".target {arch}" in result.ptx
@@ -53,7 +56,7 @@ def test_a_kernel_compiles_to_cubin_and_ptx(arch: str) -> None:
     assert not any("fast" in o for o in result.options)  # precision is the task's to decide
     assert ("--no-cache" in result.options) == (result.nvrtc_version >= (12, 9))
     assert "\0" not in result.log
-    assert 0 < result.elapsed_s < 30
+    assert 0 < result.elapsed_s <= took  # the compile's own time, within the call's (no fixed bound)
 
 
 def test_a_syntax_error_has_line_column_and_source_line() -> None:

@@ -137,8 +137,19 @@ async def test_refusals_start_no_process() -> None:
 @in_module_loop
 async def test_a_cancelled_compile_does_not_poison_the_pool() -> None:
     async with CompilerPool(CompileSettings(), workers=1) as pool:
+        # Cancelled once its process has the bomb: the process is then busy, and must not be reused.
+        (process,) = pool._processes
+        handed = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        compile_in_process = process.compile
+
+        def compile_and_say(*args):
+            loop.call_soon_threadsafe(handed.set)
+            return compile_in_process(*args)
+
+        process.compile = compile_and_say  # type: ignore[method-assign]
         task = asyncio.create_task(pool.compile(kernels.TEMPLATE_BOMB, "sm_90"))
-        await asyncio.sleep(0.5)
+        await asyncio.wait_for(handed.wait(), 30)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

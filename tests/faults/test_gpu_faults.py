@@ -57,10 +57,30 @@ def test_hostile_candidate(gpu, case, observed, fault_device):
 @pytest.mark.fault(
     "process and machine", "SIGKILL of the GPU worker mid-profile", "timing redone on a fresh worker; the round goes on"
 )
-def test_worker_killed_mid_profile(gpu, observed):
+def test_worker_killed_mid_profile(gpu, observed, monkeypatch):
+    from cuda_llm.engine.gpu.protocol import ProfileRequest
+
     task = gpu.task("gemm_fp16")  # 31 ms a run on an H200: a profile lasts about a second
     judge = gpu.env.judge(task, gpu.settings)
     worker = gpu.env.gpu.workers[0]
+    # The kill waits for the profile request to be in the worker's pipe (then the worker is timing, or
+    # about to), not for a guessed time.
+    sent = asyncio.Event()
+    exchange = worker._exchange
+
+    async def exchange_and_say(message, timeout_s):
+        if isinstance(message, ProfileRequest) and not sent.is_set():
+            stdin = worker._proc.stdin
+            drain = stdin.drain
+
+            async def drained() -> None:
+                await drain()
+                sent.set()
+
+            stdin.drain = drained
+        return await exchange(message, timeout_s)
+
+    monkeypatch.setattr(worker, "_exchange", exchange_and_say)
 
     async def go():
         from cuda_llm.engine.judge.judgement import Candidate
@@ -68,7 +88,7 @@ def test_worker_killed_mid_profile(gpu, observed):
         compiled = await judge.compile(Candidate("cand", task.baseline_source, task.baseline_plan))
         verdict = await judge.validate(compiled)
         timing = asyncio.ensure_future(judge.profile([(compiled, verdict)]))
-        await asyncio.sleep(0.4)  # mid-profile
+        await asyncio.wait_for(sent.wait(), 60)
         os.kill(worker._proc.pid, signal.SIGKILL)
         return await timing, worker.restarts
 

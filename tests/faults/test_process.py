@@ -23,6 +23,7 @@ from llm_servers import Reply
 from scripted import chunked, reply
 from session_driver import ROOT, cli, cli_env, labels, options, run_session
 
+from cuda_llm.app.cli.interrupt import FIRST_PRESS
 from cuda_llm.app.cli.main import main as cuda_llm
 from cuda_llm.engine.core.settings import CompileSettings, RetryPolicy
 from cuda_llm.engine.store.schema import SCHEMA_VERSION
@@ -67,14 +68,64 @@ def new_run(db: Path, server, env: dict[str, str], n: int, d: int):
     )
 
 
-def ctrl_c(proc: subprocess.Popen, times: int = 1) -> tuple[str, str, float]:
-    """Press Ctrl-C `times` times (0.3 s apart); (stdout, stderr, seconds from the first press to the exit)."""
+class Streams:
+    """A child's stdout and stderr read as they come (a thread each), so that a test waits for the line
+    that says the child got somewhere instead of guessing how long it takes."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self._cond = threading.Condition()
+        self._lines: dict[str, list[str]] = {"out": [], "err": []}
+        self._open = 2
+        self._threads = [
+            threading.Thread(target=self._read, args=(name, stream), daemon=True)
+            for name, stream in (("out", proc.stdout), ("err", proc.stderr))
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _read(self, name: str, stream) -> None:
+        for line in stream:
+            with self._cond:
+                self._lines[name].append(line)
+                self._cond.notify_all()
+        with self._cond:
+            self._open -= 1
+            self._cond.notify_all()
+
+    def _err(self) -> str:
+        return "".join(self._lines["err"])
+
+    def wait_for_err(self, text: str) -> None:
+        """Until `text` is on stderr (at most WAIT_S; at once if the child closed its streams)."""
+        with self._cond:
+            self._cond.wait_for(lambda: text in self._err() or not self._open, WAIT_S)
+            err = self._err()
+        assert text in err, f"no {text!r} on stderr: {err}"
+
+    def finish(self, timeout_s: float) -> tuple[str, str]:
+        """(stdout, stderr) once the child has exited."""
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+        for thread in self._threads:
+            thread.join(timeout_s)
+        with self._cond:
+            return "".join(self._lines["out"]), self._err()
+
+
+def ctrl_c(proc: subprocess.Popen, times: int = 1, streams: Streams | None = None) -> tuple[str, str, float]:
+    """Press Ctrl-C `times` times, each further press once stderr shows the first was taken; (stdout,
+    stderr, seconds from the first press to the exit)."""
+    streams = streams or Streams(proc)
     pressed = time.monotonic()
     for n in range(times):
         if n:
-            time.sleep(0.3)
+            streams.wait_for_err(FIRST_PRESS.strip())
         proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    out, err = streams.finish(60)
     return out, err, time.monotonic() - pressed
 
 
@@ -211,9 +262,10 @@ def test_ctrl_c_cancels_the_retries(tmp_path, llm_server, observed):
     llm_server.default = Reply.status_error(500, "overloaded", retry_after=wait)
     proc = new_run(db, llm_server, cli_env(tmp_path), n=1, d=3)
     wait_for("the first answer", lambda: bool(llm_server.chat_requests) and llm_server.chat_requests[0].finished, proc)
-    time.sleep(1.0)  # the client has read the error and waits for its retry
+    streams = Streams(proc)
+    streams.wait_for_err("retrying in")  # the client has read the error and waits for its retry
     asked = len(llm_server.chat_requests)
-    out, err, took = ctrl_c(proc)
+    out, err, took = ctrl_c(proc, streams=streams)
     assert proc.returncode == 130, err  # a headless run stopped by Ctrl-C (app/cli)
     assert took < wait / 2, f"the stop waited {took:.1f} s (the retry was due after {wait:.0f} s)"
     assert len(llm_server.chat_requests) == asked, "a request went out after the Ctrl-C"

@@ -5,12 +5,14 @@ that run the module need it (pytest.importorskip)."""
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
 from cli_run import cli, one_line
 
+from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.torchtask import inspect_module
 
 GOOD = """
@@ -145,7 +147,9 @@ def test_an_existing_task_is_not_overwritten(tmp_path, capsys):
     pytest.importorskip("torch")
     path = write(tmp_path, "twice.py", GOOD)
     root = tmp_path / "tasks"
-    assert cli(capsys, "tasks", "import", str(path), "--dir", str(root))[0] == 0
+    # The task there already: a built-in one under the module's name (importing the module a first
+    # time would make one as well, at the cost of a second PyTorch child).
+    shutil.copytree(TaskLibrary().get("vector_add").folder, root / "twice")
     before = (root / "twice" / "task.toml").read_text(encoding="utf-8")
     code, _out, err = cli(capsys, "tasks", "import", str(path), "--dir", str(root))
     assert code == 2
