@@ -21,6 +21,7 @@ import numpy as np
 from cuda_llm.engine.gpu.library import BoundLibrary, LibraryError
 from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import SizeCase, Task
+from cuda_llm.engine.torchtask.runtime import bits_view
 
 if TYPE_CHECKING:
     from cuda_llm.engine.gpu.driver import Context, DeviceBuffer
@@ -40,12 +41,21 @@ class _DeviceArray:
     def __init__(self, ptr: int, shape: tuple[int, ...], dtype: str) -> None:
         self.__cuda_array_interface__ = {
             "shape": shape,
-            "typestr": np.dtype(DTYPES[dtype].numpy).str,
+            # A dtype NumPy carries in another's bits (bfloat16) is wrapped as that many-bit integer
+            # and viewed as itself by the caller (torch reads no bf16 typestr).
+            "typestr": np.dtype(
+                DTYPES[dtype].numpy if DTYPES[dtype].numpy == dtype else f"int{8 * DTYPES[dtype].itemsize}"
+            ).str,
             "data": (int(ptr), False),
             "version": 3,
             "strides": None,
             "stream": None,  # the harness orders its own stream: no synchronisation on wrapping
         }
+
+
+def _as_dtype(torch: Any, tensor: Any, dtype: str) -> Any:
+    """A wrapped buffer as a tensor of its task dtype (bf16 bits viewed as bfloat16, no copy)."""
+    return tensor if bits_view(torch, dtype) is None else tensor.view(getattr(torch, str(DTYPES[dtype].torch)))
 
 
 class _OnStream:
@@ -108,7 +118,11 @@ class EagerProgram:
         env = task.env(case)
         sizes = task.params(case)
         tensors = {
-            b.name: torch.as_tensor(_DeviceArray(device[b.name].ptr, b.shape_for(env), b.dtype), device="cuda")
+            b.name: _as_dtype(
+                torch,
+                torch.as_tensor(_DeviceArray(device[b.name].ptr, b.shape_for(env), b.dtype), device="cuda"),
+                b.dtype,
+            )
             for b in task.buffers
         }
         binding = self.module.binding
