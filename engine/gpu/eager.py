@@ -92,6 +92,9 @@ class EagerProgram:
         # would be faster and fail the tolerance every candidate is held to.
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
+        # bf16 GEMMs accumulate in fp32 to the end, as a bf16 task's contract asks of the candidates
+        # (PyTorch otherwise lets cuBLAS add split-K partial sums in bf16).
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
         self.stream = torch.cuda.ExternalStream(int(ctx.stream), device=torch.device("cuda", ctx.index))
         self._models: dict[str, Any] = {}
         self._kept: list[Any] = []  # the last result, alive until the next run (as eager code holds it)
