@@ -104,3 +104,54 @@ def test_a_bf16_sum_of_squares_fails_the_rms_norm(imported):
     got = bfloat16.to_bits(x / np.sqrt(ss / x.shape[1] + np.float32(1e-6))[:, None] * w)
     result = compare_output("out", expected, got, task.tolerance, None, 5, dtype="bfloat16")
     assert not result.passed and result.worst_ratio > 2.0, result.worst_ratio
+
+
+FP16_MODULE = '''"""A gated scale in half precision, its constants Python floats, computed in fp32 inside."""
+
+import torch
+import torch.nn as nn
+
+rows = 300
+cols = 1000
+
+
+class Model(nn.Module):
+    def __init__(self, alpha: float):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.float()
+        return (h * torch.sigmoid(1.702 * h) * self.alpha + 0.5).to(torch.float16)
+
+
+def get_inputs():
+    return [torch.randn(rows, cols, dtype=torch.float16)]
+
+
+def get_init_inputs():
+    return [0.75]
+'''
+
+
+def test_an_fp16_module_with_float_constants_and_casts_inside(tmp_path):
+    """The fp16 side of the same rule: the reference is the formula in float64 (not the module's fp32
+    and its final fp16 rounding), and eager at fp16 passes the fp16 tolerance."""
+    pytest.importorskip("torch")
+    from cuda_llm.engine.torchtask.importer import import_module
+
+    source = tmp_path / "gated_fp16.py"
+    source.write_text(FP16_MODULE, encoding="utf-8")
+    folder = import_module(source, tmp_path / "tasks").folder
+    task = load_task(folder)
+    assert {b.dtype for b in task.buffers} == {"float16"}
+    ref = load_reference(task)
+    case = task.validation[-1]
+    inputs = ref.inputs(case, 2)
+    got = ref.outputs(inputs, case)["out"]
+    h = inputs["x"].astype(np.float64)
+    assert np.allclose(got, h / (1.0 + np.exp(-1.702 * h)) * 0.75 + 0.5, rtol=1e-12, atol=1e-14)
+    eager = _eager(folder, task, inputs, case)["out"]
+    assert eager.dtype == np.float16
+    result = compare_output("out", got, eager, task.tolerance, None, 5, dtype="float16")
+    assert result.passed and result.worst_ratio > 0.0, result.worst_ratio
