@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from cuda_llm.engine.core.errors import TaskFileError, UserError
-from cuda_llm.engine.gpu.compare import INT_POISON, allowed_error, compare_output
-from cuda_llm.engine.task import expr
+from cuda_llm.engine.gpu.compare import allowed_error, compare_output
+from cuda_llm.engine.task import bfloat16, expr
 from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.library import TaskLibrary, builtin_tasks_dir
 from cuda_llm.engine.task.loader import load_task
@@ -28,6 +28,7 @@ LIBRARY = (
     "conv1d",
     "conv2d",
     "dot_product",
+    "gemm_bf16",
     "gemm_fp16",
     "histogram",
     "layernorm",
@@ -40,6 +41,7 @@ LIBRARY = (
     "prefix_sum",
     "reduction_sum",
     "reverse_array",
+    "rmsnorm_bf16",
     "softmax",
     "softmax_attention",
     "spmv_csr",
@@ -54,6 +56,7 @@ MARGIN_CASE: dict[str, dict[str, int]] = {
     "conv1d": {"n": 65537, "k": 257},
     "conv2d": {"n": 3, "c_in": 13, "c_out": 7, "h": 31, "w": 29},
     "dot_product": {"n": 1048579},
+    "gemm_bf16": {"M": 257, "N": 129, "K": 500},
     "gemm_fp16": {"M": 257, "N": 129, "K": 500},
     "histogram": {"n": 65537},
     "layernorm": {"rows": 1031, "cols": 768},
@@ -66,6 +69,7 @@ MARGIN_CASE: dict[str, dict[str, int]] = {
     "prefix_sum": {"n": 65537},
     "reduction_sum": {"n": 1048579},
     "reverse_array": {"n": 65537},
+    "rmsnorm_bf16": {"rows": 1031, "cols": 768},
     "softmax": {"rows": 1031, "cols": 513},
     "softmax_attention": {"bh": 3, "sq": 77, "sk": 129, "d": 40},
     "spmv_csr": {"rows": 65537, "cols": 40000, "nnz": 1000003},
@@ -76,6 +80,11 @@ MARGIN_CASE: dict[str, dict[str, int]] = {
 TF32_TASKS = ("matmul", "conv1d", "conv2d", "softmax_attention")
 # The correct-fp32 emulation must stay this far inside the bound (a 10x margin).
 FP32_MARGIN = 0.1
+# A bf16 output's own rounding (up to 2^-8 of an element) is part of every correct result: the bound of a
+# bf16 task leaves 2x over it, room for a second rounding, not 10x.
+BF16_OUTPUT_MARGIN = 0.5
+# Tasks whose outputs a kernel stores as bf16: their fp32 emulation is rounded to bf16 before judging.
+BF16_TASKS = tuple(n for n in LIBRARY if n.endswith("_bf16"))
 # H100 figures the sizes are chosen against (shared/notes/timing.md): measured copy bandwidth and
 # fp32 / fp16 tensor peaks; the timing size's roofline floor must be at least ~100 us.
 H100_BYTES_PER_S = 3.0e12
@@ -122,7 +131,9 @@ class _Margin:
         passed, worst = True, 0.0
         for b in self.task.outputs:
             scale = None if self.scale is None else self.scale[b.name]
-            result = compare_output(b.name, self.expected[b.name], got[b.name], self.task.tolerance, scale)
+            result = compare_output(
+                b.name, self.expected[b.name], got[b.name], self.task.tolerance, scale, dtype=b.dtype
+            )
             passed &= result.passed
             worst = max(worst, result.worst_ratio)
         return passed, worst
@@ -130,7 +141,9 @@ class _Margin:
     def emulate(self, dtype: type, inputs: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
         # Half precision overflows on purpose in some tasks: the inf/NaN it makes must fail.
         with np.errstate(all="ignore"):
-            return self.ref.outputs(self.inputs if inputs is None else inputs, self.case, dtype)
+            out = self.ref.outputs(self.inputs if inputs is None else inputs, self.case, dtype)
+        # A bf16 output holds what the kernel stores: its bits, rounded once.
+        return {k: bfloat16.to_bits(v) if self.task.buffer(k).dtype == "bfloat16" else v for k, v in out.items()}
 
 
 @functools.cache
@@ -220,10 +233,13 @@ def test_generate_is_seeded(name: str) -> None:
 def test_fp32_emulation_passes_with_a_10x_margin(name: str) -> None:
     m = _margin(name)
     passed, worst = m.judge(m.emulate(np.float32))
-    assert passed and worst <= FP32_MARGIN, f"{name} at {m.case.label}: fp32 reaches {worst:.3g} of the bound"
+    margin = BF16_OUTPUT_MARGIN if name in BF16_TASKS else FP32_MARGIN
+    assert passed and worst <= margin, f"{name} at {m.case.label}: fp32 reaches {worst:.3g} of the bound"
 
 
-@pytest.mark.parametrize("name", [n for n in LIBRARY if not _is_exact(_task(n))])
+# fp16 (11 significant bits) is finer than gemm_bf16's own bf16 output: no shortcut there; its
+# shortcut, bf16 accumulation, is test_bf16_accumulation_fails.
+@pytest.mark.parametrize("name", [n for n in LIBRARY if not _is_exact(_task(n)) and n != "gemm_bf16"])
 def test_fp16_emulation_fails(name: str) -> None:
     # For gemm_fp16, whose inputs already are fp16, `dtype` is the accumulator: this is fp16
     # accumulation, the shortcut its contract forbids.
@@ -240,10 +256,42 @@ def test_tf32_emulation_fails(name: str) -> None:
     assert not passed, f"{name} at {m.case.label}: tf32 passes at {worst:.3g} of the bound"
 
 
-def _poison(array: np.ndarray) -> np.ndarray:
+def _poison(array: np.ndarray, dtype: str) -> np.ndarray:
+    """The array with its last element still holding the poison the validator writes."""
     out = array.copy()
-    out.reshape(-1)[-1] = np.nan if out.dtype.kind == "f" else INT_POISON
+    poison = DTYPES[dtype].poison
+    if poison is None:  # bytes are not poisoned: a NaN-free stand-in the comparison sees as wrong
+        out.reshape(-1)[-1] = np.nan if out.dtype.kind == "f" else 0x7F
+    else:
+        out.reshape(-1).view({2: np.uint16, 4: np.uint32, 8: np.uint64}[out.dtype.itemsize])[-1] = poison
     return out
+
+
+def _bf16_sum_of_squares(m: _Margin) -> dict[str, np.ndarray]:
+    """rmsnorm_bf16 by a kernel with one thread per row whose sum of squares is a bf16 register."""
+    x = bfloat16.to_float32(m.inputs["x"])
+    w = bfloat16.to_float32(m.inputs["w"])
+    ss = np.zeros(x.shape[0], dtype=np.float32)
+    for c in range(x.shape[1]):
+        ss = bfloat16.round_to_bf16(ss + x[:, c] * x[:, c])
+    inv = 1.0 / np.sqrt(ss / x.shape[1] + np.float32(m.task.params(m.case)["eps"]))
+    return {"y": bfloat16.to_bits(x * inv[:, None] * w)}
+
+
+def _bf16_accumulator(m: _Margin) -> dict[str, np.ndarray]:
+    """gemm_bf16 by a kernel whose running sums are bf16 registers."""
+    c = m.ref.module.accumulate_in_bf16(m.inputs["A"], m.inputs["B"])
+    return {"C": bfloat16.to_bits(c)}
+
+
+@pytest.mark.parametrize(
+    ("name", "emulate"), [("rmsnorm_bf16", _bf16_sum_of_squares), ("gemm_bf16", _bf16_accumulator)]
+)
+def test_bf16_accumulation_fails(name: str, emulate) -> None:
+    """The shortcut a bf16 task tempts: the inputs are bf16, so why not the accumulator."""
+    m = _margin(name)
+    passed, worst = m.judge(emulate(m))
+    assert not passed and worst > 2.0, f"{name} at {m.case.label}: bf16 accumulation at {worst:.3g} of the bound"
 
 
 def _nudge_past_bound(m: _Margin, name: str, array: np.ndarray) -> np.ndarray:
@@ -264,12 +312,17 @@ def _nudge_past_bound(m: _Margin, name: str, array: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("name", LIBRARY)
 def test_known_wrong_outputs_fail(name: str) -> None:
     m = _margin(name)
-    right = {b.name: m.expected[b.name].astype(DTYPES[b.dtype].numpy) for b in m.task.outputs}
+    right = {
+        b.name: bfloat16.to_bits(m.expected[b.name])
+        if b.dtype == "bfloat16"
+        else m.expected[b.name].astype(DTYPES[b.dtype].numpy)
+        for b in m.task.outputs
+    }
     assert m.judge(right)[0], f"{name}: the reference itself, stored as {m.task.outputs[0].dtype}, fails"
     for b in m.task.outputs:
         zeros = dict(right, **{b.name: np.zeros_like(right[b.name])})
         assert not m.judge(zeros)[0], f"{name}: all-zero {b.name} passes"
-        dropped = dict(right, **{b.name: _poison(right[b.name])})
+        dropped = dict(right, **{b.name: _poison(right[b.name], b.dtype)})
         assert not m.judge(dropped)[0], f"{name}: {b.name} without its last element passes"
         nudged = dict(right, **{b.name: _nudge_past_bound(m, b.name, m.expected[b.name])})
         assert not m.judge(nudged)[0], f"{name}: {b.name} off by twice the bound passes"

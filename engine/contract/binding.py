@@ -62,7 +62,7 @@ _NARROW_SCALARS = frozenset(
 )
 _TYPES_RULE = (
     "spell parameter types out with built-in types: T* or const T* for buffers (T such as float, "
-    "float4, __half, int, double), int/unsigned int/long long/size_t for integers, float or "
+    "float4, __half, __nv_bfloat16, int, double), int/unsigned int/long long/size_t for integers, float or "
     "double for floating-point scalars; no macros, typedefs, structs or references"
 )
 

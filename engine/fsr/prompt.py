@@ -66,6 +66,17 @@ def _template(name: str) -> Template:
     return Template((resources.files("cuda_llm.engine.prompts") / name).read_text(encoding="utf-8"))
 
 
+def _dtype_notes(task: Task) -> str:
+    """What the model must know of the task's less familiar dtypes: engine/prompts/dtype_<name>.md for
+    each dtype of its buffers that has one (bfloat16's contract and the arithmetic it may use)."""
+    notes = []
+    for dtype in dict.fromkeys(b.dtype for b in task.buffers):
+        page = resources.files("cuda_llm.engine.prompts") / f"dtype_{dtype}.md"
+        if page.is_file():
+            notes.append("\n" + page.read_text(encoding="utf-8").strip() + "\n")
+    return "".join(notes)
+
+
 def _si(value: float, unit: str) -> str:
     for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if value >= scale:
@@ -136,6 +147,7 @@ class PromptBuilder:
         template = "task_pytorch.md" if t.pytorch_module else "task.md"
         module_source = (t.folder / t.pytorch_module).read_text(encoding="utf-8").strip() if t.pytorch_module else ""
         return _template(template).substitute(
+            dtype_notes=_dtype_notes(t),
             name=t.name,
             summary=t.summary,
             description=t.description,

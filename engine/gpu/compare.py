@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cuda_llm.engine.task import bfloat16
 from cuda_llm.engine.task.dtypes import DTYPES, dtype_of_numpy
 from cuda_llm.engine.task.dtypes import HALF_POISON as HALF_POISON
 from cuda_llm.engine.task.dtypes import WORD_POISON as INT_POISON  # noqa: F401  (re-exported)
@@ -54,6 +55,14 @@ def poison_of(got: np.ndarray, dtype: str | None = None) -> int | None:
     is the task's; without it, the dtype the array's own NumPy dtype natively carries."""
     d = DTYPES[dtype] if dtype is not None else dtype_of_numpy(got.dtype.name)
     return d.poison if d is not None and d.itemsize == got.dtype.itemsize else None
+
+
+def host_values(got: np.ndarray, dtype: str | None = None) -> np.ndarray:
+    """A host array's values as NumPy can compute with them: a dtype carried in another's bits
+    (bfloat16 in uint16) decoded exactly, any other array as it is."""
+    if dtype == "bfloat16" and got.dtype == np.uint16:
+        return bfloat16.to_float32(got)
+    return got
 
 
 _UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -176,13 +185,14 @@ def _scan(
     start: int,
     stop: int,
     keep: int,
+    dtype: str | None = None,
 ) -> _ChunkResult:
     """One contiguous slice of the flat arrays: counts, worst ratio and the first wrong indices."""
     e = exp[start:stop]
     g = got[start:stop]
-    unwritten = _poisoned(g)
+    unwritten = _poisoned(g, dtype)
     with np.errstate(invalid="ignore", over="ignore"):  # sNaN poison raises "invalid" when widened
-        err = g.astype(np.float64)
+        err = host_values(g, dtype).astype(np.float64)
         err -= e
         np.abs(err, out=err)
         if tol.scale == "exact":
@@ -218,8 +228,10 @@ def compare_output(
     tol: Tolerance,
     scale: np.ndarray | None = None,
     max_mismatches: int = 8,
+    dtype: str | None = None,
 ) -> OutputComparison:
-    """Check every element of `got` against `expected` under `tol`.
+    """Check every element of `got` against `expected` under `tol`. `dtype` is the output's task dtype
+    (needed where the host array carries another's bits: bfloat16 as uint16).
 
     Large outputs are compared in slices on a thread pool (NumPy releases the GIL), so a
     33-million-element output takes a fraction of a second on a workstation."""
@@ -232,10 +244,13 @@ def compare_output(
     if len(bounds) > 1:
         with ThreadPoolExecutor(max_workers=min(len(bounds), os.cpu_count() or 1)) as pool:
             parts = list(
-                pool.map(lambda b: _scan(exp64, flat_got, tol, flat_scale, rms, b[0], b[1], max_mismatches), bounds)
+                pool.map(
+                    lambda b: _scan(exp64, flat_got, tol, flat_scale, rms, b[0], b[1], max_mismatches, dtype),
+                    bounds,
+                )
             )
     else:
-        parts = [_scan(exp64, flat_got, tol, flat_scale, rms, 0, exp64.size, max_mismatches)]
+        parts = [_scan(exp64, flat_got, tol, flat_scale, rms, 0, exp64.size, max_mismatches, dtype)]
     nwrong = sum(p.wrong for p in parts)
     worst = max((p.worst for p in parts), default=0.0)
     if nwrong and any(p.inf_written for p in parts):
@@ -248,14 +263,14 @@ def compare_output(
             idx = tuple(int(i) for i in np.unravel_index(int(flat), expected.shape))
             e = float(exp64[flat])
             with np.errstate(invalid="ignore"):
-                g = float(flat_got[flat])
+                g = float(host_values(flat_got[flat : flat + 1], dtype)[0])
             ae = abs(g - e) if np.isfinite(g) else float("inf")
             mismatches.append(Mismatch(name, idx, e, g, ae, ae / abs(e) if e else float("inf")))
         # The full masks are only needed to describe a failure's shape (a rare, slower path).
-        unwritten = _poisoned(got)
+        unwritten = _poisoned(got, dtype)
         wrong_mask = np.zeros(exp64.size, dtype=bool)
         for start, stop in bounds:
-            part = _scan(exp64, flat_got, tol, flat_scale, rms, start, stop, stop - start)
+            part = _scan(exp64, flat_got, tol, flat_scale, rms, start, stop, stop - start, dtype)
             wrong_mask[part.first_wrong] = True
         pattern = describe_pattern(wrong_mask.reshape(expected.shape), unwritten, axis_names_for(expected.ndim))
     return OutputComparison(

@@ -21,6 +21,7 @@ import numpy as np
 from cuda_llm.engine.gpu.library import BoundLibrary, LibraryError
 from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import SizeCase, Task
+from cuda_llm.engine.torchtask.runtime import bits_view
 
 if TYPE_CHECKING:
     from cuda_llm.engine.gpu.driver import Context, DeviceBuffer
@@ -40,12 +41,21 @@ class _DeviceArray:
     def __init__(self, ptr: int, shape: tuple[int, ...], dtype: str) -> None:
         self.__cuda_array_interface__ = {
             "shape": shape,
-            "typestr": np.dtype(DTYPES[dtype].numpy).str,
+            # A dtype NumPy carries in another's bits (bfloat16) is wrapped as that many-bit integer
+            # and viewed as itself by the caller (torch reads no bf16 typestr).
+            "typestr": np.dtype(
+                DTYPES[dtype].numpy if DTYPES[dtype].numpy == dtype else f"int{8 * DTYPES[dtype].itemsize}"
+            ).str,
             "data": (int(ptr), False),
             "version": 3,
             "strides": None,
             "stream": None,  # the harness orders its own stream: no synchronisation on wrapping
         }
+
+
+def _as_dtype(torch: Any, tensor: Any, dtype: str) -> Any:
+    """A wrapped buffer as a tensor of its task dtype (bf16 bits viewed as bfloat16, no copy)."""
+    return tensor if bits_view(torch, dtype) is None else tensor.view(getattr(torch, str(DTYPES[dtype].torch)))
 
 
 class _OnStream:
@@ -82,6 +92,9 @@ class EagerProgram:
         # would be faster and fail the tolerance every candidate is held to.
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
+        # bf16 GEMMs accumulate in fp32 to the end, as a bf16 task's contract asks of the candidates
+        # (PyTorch otherwise lets cuBLAS add split-K partial sums in bf16).
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
         self.stream = torch.cuda.ExternalStream(int(ctx.stream), device=torch.device("cuda", ctx.index))
         self._models: dict[str, Any] = {}
         self._kept: list[Any] = []  # the last result, alive until the next run (as eager code holds it)
@@ -108,7 +121,11 @@ class EagerProgram:
         env = task.env(case)
         sizes = task.params(case)
         tensors = {
-            b.name: torch.as_tensor(_DeviceArray(device[b.name].ptr, b.shape_for(env), b.dtype), device="cuda")
+            b.name: _as_dtype(
+                torch,
+                torch.as_tensor(_DeviceArray(device[b.name].ptr, b.shape_for(env), b.dtype), device="cuda"),
+                b.dtype,
+            )
             for b in task.buffers
         }
         binding = self.module.binding

@@ -23,6 +23,7 @@ from cuda_llm.engine.core.errors import describe
 from cuda_llm.engine.gpu.compare import compare_output
 from cuda_llm.engine.task.model import SizeCase, Task
 from cuda_llm.engine.task.reference import case_seed
+from cuda_llm.engine.torchtask.runtime import to_numpy, to_torch
 
 if TYPE_CHECKING:
     from cuda_llm.engine.gpu.driver import DeviceBuffer
@@ -77,7 +78,7 @@ def compile_for(program: EagerProgram, task: Task, refs: ReferenceCache) -> str 
         program.scrub()  # what the first run left in PyTorch's cache (the answer) is wiped
     for b in task.outputs:
         scale = ref.scale[b.name] if ref.scale else None
-        result = compare_output(b.name, ref.expected[b.name], got[b.name], task.tolerance, scale)
+        result = compare_output(b.name, ref.expected[b.name], got[b.name], task.tolerance, scale, dtype=b.dtype)
         if not result.passed:
             return (
                 f"torch.compile's result differs from the reference at {case.label}: "
@@ -97,14 +98,16 @@ def _compile_and_run(
     binding = program.module.binding
     compiled = CompiledForward(torch, program.module, program.module.build(sizes, str(device)))
 
-    def tensor(a: np.ndarray) -> Any:
-        return torch.from_numpy(np.ascontiguousarray(a)).to(device)
+    dtypes = {b.name: b.dtype for b in task.buffers}
+
+    def tensor(name: str) -> Any:
+        return to_torch(torch, inputs[name], dtypes[name]).to(device)
 
     with torch.cuda.stream(program.stream):
-        args = [tensor(inputs[n]) for n in binding.inputs]
-        params = {path: tensor(inputs[n]) for n, path in binding.parameters.items()}
+        args = [tensor(n) for n in binding.inputs]
+        params = {path: tensor(n) for n, path in binding.parameters.items()}
         outs = compiled(sizes, args, params)
-        got = {name: o.detach().cpu().numpy() for name, o in zip(binding.outputs, outs, strict=True)}
+        got = {name: to_numpy(torch, o) for name, o in zip(binding.outputs, outs, strict=True)}
     return compiled, got
 
 

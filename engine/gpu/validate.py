@@ -257,7 +257,9 @@ def judge_runs_on_host(
     scale = ref.scale[name] if ref.scale else None
 
     def compare(got: np.ndarray) -> OutputComparison:
-        return compare_output(name, expected[name], got, task.tolerance, scale, settings.mismatches_reported)
+        spec = task.buffer(name)
+        dtype = spec.dtype if spec is not None else None
+        return compare_output(name, expected[name], got, task.tolerance, scale, settings.mismatches_reported, dtype)
 
     result = compare(first)
     if second is first:

@@ -47,6 +47,7 @@ from cuda_llm.engine.judge.metrics import (
 )
 from cuda_llm.engine.judge.output_caps import capped_compile
 from cuda_llm.engine.judge.schedule import expected_cost_s, split_by_cost
+from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import Task
 
 # The baseline's file in a task folder (engine/task/loader.py's default name).
@@ -66,7 +67,9 @@ PROFILE_RETRIES = 2
 
 def compile_warnings(task: Task, result: CompileResult) -> tuple[str, ...]:
     warnings: list[str] = []
-    if task.roofline.peak == "fp32" and result.precision_hints:
+    # A task with half-precision buffers (fp16, bf16) converts to and from them by design.
+    halves = any(DTYPES[b.dtype].is_float and DTYPES[b.dtype].itemsize < 4 for b in task.buffers)
+    if task.roofline.peak == "fp32" and not halves and result.precision_hints:
         warnings.append("uses reduced precision on an fp32 task: " + ", ".join(result.precision_hints))
     if result.writes_device_globals:
         names = ", ".join(g.name for g in result.device_globals if g.written)

@@ -15,7 +15,8 @@ from typing import Literal
 # The word an output element holds until a kernel writes it, for 4- and 8-byte elements: a float32
 # NaN (and, doubled, a float64 NaN) whose leading bits are recognisable in a dump.
 WORD_POISON = 0x7FBADBAD
-# For 2-byte elements: a NaN in fp16 and bf16 alike, with the same leading bits.
+# For 2-byte elements: a NaN in fp16 (exponent 0x1F) and bf16 (exponent 0xFF) alike, with the same
+# leading bits.
 HALF_POISON = 0x7FBA
 
 
@@ -46,6 +47,7 @@ class DType:
     compare_bits: str  # the unsigned C type the device comparison reads an element as
     to_double: str  # a C expression of those bits `b`: the element's value as a double
     output_rule: OutputRule  # an imported module's output of this dtype
+    header: str | None = None  # the CUDA header that declares its C type
 
 
 _BYTES = frozenset({"void", "char", "unsigned char", "signed char", "uint8_t", "int8_t"})
@@ -115,11 +117,57 @@ DTYPES: dict[str, DType] = {
             poison=HALF_POISON,
             compare_bits="unsigned short",
             to_double="(double)harness_half_to_float(b)",
+            header="cuda_fp16.h",
             output_rule=OutputRule(
                 "rms",
                 1e-2,
                 "the fp16 output's own rounding (2^-11 of each element) with fp32 accumulation; a wrong "
                 "element or a missed tail is far outside",
+            ),
+        ),
+        DType(
+            # NumPy has no bfloat16: the host carries its bits as uint16 and converts them exactly
+            # (engine/task/bfloat16.py); kernels see __nv_bfloat16 (<cuda_bf16.h>) or the raw bits.
+            "bfloat16",
+            "uint16",
+            "__nv_bfloat16",
+            2,
+            True,
+            frozenset(
+                {
+                    "__nv_bfloat16",
+                    "nv_bfloat16",
+                    "__nv_bfloat162",
+                    "nv_bfloat162",
+                    "unsigned short",
+                    "short",
+                    "uint16_t",
+                    "int16_t",
+                    "ushort2",
+                    "uint2",
+                    "uint4",
+                    "float4",
+                    "float2",
+                }
+            )
+            | _BYTES,
+            torch="bfloat16",
+            poison=HALF_POISON,
+            compare_bits="unsigned short",
+            to_double="(double)__uint_as_float((unsigned int)b << 16)",  # exact: bf16 is fp32's top half
+            header="cuda_bf16.h",
+            # Measured with PyTorch's CPU eager on the example modules (examples/pytorch/*_bf16.py)
+            # against the float64 reference: attention computing in fp32 inside reaches 0.37 of the
+            # bound, RMSNorm rounding twice (h to bf16, then the weight's product) 0.71, a SwiGLU MLP
+            # rounding every intermediate to bf16 0.56; a dot product of 256 terms accumulated in
+            # bf16 is 3x over it, of 1024 terms 6x.
+            output_rule=OutputRule(
+                "rms",
+                5e-2,
+                "bf16 outputs carry their own rounding (8 significant bits: up to 2^-8 of each element, which is "
+                "up to ~8x the output's RMS in "
+                "the tails, twice where the module rounds between steps) on top of fp32 arithmetic; a "
+                "reduction of hundreds of terms accumulated in bf16 is off by 15% to 60% and fails",
             ),
         ),
         DType(

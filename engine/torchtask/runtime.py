@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from cuda_llm.engine.task.dtypes import dtype_of_numpy
+from cuda_llm.engine.task.dtypes import DTYPES, dtype_of_numpy, dtype_of_torch
 
 # Past this many elements the float64 reference runs on the GPU when there is one (a GEMM of a few
 # thousand squared takes minutes in float64 on a CPU, a second on an H100).
@@ -37,11 +37,14 @@ class Binding:
     outputs: tuple[str, ...]  # what forward returns, in order
     fixed: dict[str, int]  # constants kept at the file's values
     returns_tuple: bool
+    dtypes: dict[str, str]  # task buffer -> its dtype (bfloat16's host arrays hold bits, not values)
 
 
 def read_binding(folder: Path) -> Binding:
-    data = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))["pytorch"]
+    toml = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
+    data = toml["pytorch"]
     return Binding(
+        dtypes={name: str(b.get("dtype", "")) for name, b in toml.get("buffers", {}).items()},
         module_file=data.get("module", "module.py"),
         inputs=tuple(data["inputs"]),
         parameters=dict(data.get("parameters", {})),
@@ -51,12 +54,66 @@ def read_binding(folder: Path) -> Binding:
     )
 
 
+def bits_view(torch: Any, dtype: str) -> Any:
+    """The torch integer type a host array of `dtype` is viewed through, when NumPy carries the dtype
+    in another's bits (bfloat16 in uint16); None when NumPy holds it as it is."""
+    d = DTYPES[dtype]
+    return getattr(torch, f"int{8 * d.itemsize}") if d.numpy != d.name else None
+
+
+def to_torch(torch: Any, array: np.ndarray, dtype: str) -> Any:
+    """A host array of a task dtype as a CPU tensor of that dtype (bf16 bits reinterpreted, exactly)."""
+    a = np.ascontiguousarray(array)
+    via = bits_view(torch, dtype)
+    if via is None:
+        return torch.from_numpy(a)
+    d = DTYPES[dtype]
+    return torch.from_numpy(a.view(np.dtype(f"int{8 * d.itemsize}"))).view(getattr(torch, str(d.torch)))
+
+
+def to_numpy(torch: Any, tensor: Any) -> np.ndarray:
+    """A tensor on the host as its task dtype's NumPy carrier (a bf16 tensor as its uint16 bits)."""
+    t = tensor.detach().contiguous().cpu()
+    d = dtype_of_torch(str(t.dtype))
+    via = bits_view(torch, d.name) if d is not None else None
+    if d is None or via is None:
+        return t.numpy()
+    return t.view(via).numpy().view(np.dtype(d.numpy))
+
+
 def _torch_dtype(torch: Any, dtype: Any) -> Any:
     """The torch dtype a reference computes in, from the NumPy float type asked for."""
     d = dtype_of_numpy(np.dtype(dtype).name)
     if d is None or not d.is_float or d.torch is None:
         raise ValueError(f"a reference computes in a float type PyTorch has, not {np.dtype(dtype).name}")
     return getattr(torch, d.torch)
+
+
+def _casts_to(torch: Any, dtype: Any) -> Any:
+    """A scope in which the module's own float casts (`x.to(torch.float32)`, `.float()`, `.bfloat16()`,
+    `dtype=torch.float16` of a factory) give `dtype` instead: the reference computes the module's math
+    in float64 throughout, where the module runs parts of it in fp32 or rounds to bf16 between steps.
+    The tolerance, not the reference, allows for the module's own precision (engine/task/dtypes.py)."""
+    from torch.overrides import TorchFunctionMode
+
+    tensor = torch.Tensor
+    narrowing = {tensor.float, tensor.half, tensor.bfloat16, tensor.double}
+
+    def lift(value: Any) -> Any:
+        return dtype if isinstance(value, torch.dtype) and value.is_floating_point else value
+
+    class CastsTo(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = dict(kwargs or {})
+            if func in narrowing:
+                return args[0].to(dtype)
+            if "dtype" in kwargs:
+                kwargs["dtype"] = lift(kwargs["dtype"])
+            if func in (tensor.to, tensor.type):
+                args = tuple(lift(a) for a in args)
+            return func(*args, **kwargs)
+
+    return CastsTo()
 
 
 class ImportedModule:
@@ -103,10 +160,10 @@ class ImportedModule:
         torch.manual_seed(int(rng.integers(0, 2**62)))
         model = self.build(sizes)
         inputs = self.module.get_inputs()
-        out = {name: t.detach().contiguous().cpu().numpy() for name, t in zip(self.binding.inputs, inputs, strict=True)}
+        out = {name: to_numpy(torch, t) for name, t in zip(self.binding.inputs, inputs, strict=True)}
         state = self.state_of(model)
         for name, path in self.binding.parameters.items():
-            out[name] = state[path].detach().contiguous().cpu().numpy()
+            out[name] = to_numpy(torch, state[path])
         return out
 
     @staticmethod
@@ -146,15 +203,16 @@ class ImportedModule:
 
         tdtype = _torch_dtype(torch, dtype)
 
-        def tensor(a: np.ndarray) -> Any:
-            t = torch.from_numpy(np.ascontiguousarray(a)).to(device)
+        def tensor(name: str) -> Any:
+            t = to_torch(torch, inputs[name], self.binding.dtypes.get(name, inputs[name].dtype.name)).to(device)
             return t.to(tdtype) if t.is_floating_point() else t
 
         try:
             model = self.build(sizes, device).to(tdtype)
-            args = [tensor(inputs[name]) for name in self.binding.inputs]
-            params = {path: tensor(inputs[name]) for name, path in self.binding.parameters.items()}
-            outs = self.forward(model, sizes, args, params)
+            args = [tensor(name) for name in self.binding.inputs]
+            params = {path: tensor(name) for name, path in self.binding.parameters.items()}
+            with _casts_to(torch, tdtype):
+                outs = self.forward(model, sizes, args, params)
             return {
                 name: o.detach().to("cpu", torch.float64 if o.is_floating_point() else o.dtype).numpy()
                 for name, o in zip(self.binding.outputs, outs, strict=True)

@@ -130,6 +130,13 @@ def _dtype_contract(facts: ModuleFacts) -> str:
         text += "; fp32 arithmetic or better (fp16, bf16 or tf32 math is not accurate enough and fails validation)"
     if "float16" in dtypes:
         text += "; fp16 values with fp32 accumulation where PyTorch accumulates (sums, products, norms)"
+    if "bfloat16" in dtypes:
+        text += (
+            "; bf16 values (__nv_bfloat16 from <cuda_bf16.h>, 8 significant bits) computed in fp32 where the "
+            "module or PyTorch does (every sum, dot product, norm and softmax accumulates in fp32; bf16 tensor "
+            "cores with fp32 accumulators are fine) and rounded to bf16 where the module stores a bf16 tensor; "
+            "a long sum accumulated in bf16 is off by percents and fails validation"
+        )
     return text + "."
 
 
@@ -147,7 +154,9 @@ def task_toml(name: str, facts: ModuleFacts) -> str:
     timing, cases = _sizes_block(facts)
     scale, rtol, why = _tolerance(facts.outputs)
     flops = facts.flops
-    peak = "fp16_tensor" if flops != "0" and any(t.dtype == "float16" for t in facts.inputs) else "fp32"
+    # fp16 and bf16 run at the same tensor-core rate.
+    halves = any(DTYPES[t.dtype].is_float and DTYPES[t.dtype].itemsize == 2 for t in facts.inputs)
+    peak = "fp16_tensor" if flops != "0" and halves else "fp32"
     out = [
         f"# Imported from {facts.source.name} by `cuda-llm tasks import`. The module itself is module.py;",
         "# reference.py runs it in float64, and the baseline is PyTorch eager (baseline.cu only shows the",
@@ -241,7 +250,8 @@ def baseline_files(name: str, facts: ModuleFacts, timing: dict[str, int]) -> tup
         wide = v > _INT32_MAX
         params.append(f"{'long long' if wide else 'int'} {k}")
         args.append({"expr": k, "type": "int64"} if wide else k)
-    include = "#include <cuda_fp16.h>\n\n" if any(t.dtype == "float16" for t in (*facts.inputs, *facts.outputs)) else ""
+    headers = sorted({h for t in (*facts.inputs, *facts.params, *facts.outputs) if (h := DTYPES[t.dtype].header)})
+    include = "".join(f"#include <{h}>\n" for h in headers) + ("\n" if headers else "")
     source = (
         f"// The baseline of {name} is PyTorch eager: module.py's Model at its own dtype, run and timed by\n"
         "// the harness in place of this kernel. The kernel only shows the calling convention: every\n"

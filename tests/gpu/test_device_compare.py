@@ -8,6 +8,7 @@ import pytest
 
 from cuda_llm.engine.gpu.compare import INT_POISON, compare_output, output_rms, poison_of
 from cuda_llm.engine.gpu.driver import BUFFER_ALIGNMENT
+from cuda_llm.engine.task import bfloat16
 from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import Tolerance
 
@@ -59,6 +60,9 @@ COMPARE_CASES = [
     ("float32", Tolerance("exact", 0.0, 0.0)),
     ("float64", Tolerance("abs", 1e-12, 1e-30)),
     ("float16", Tolerance("custom", 1e-3, 1e-30)),
+    ("bfloat16", Tolerance("abs", 2.0**-8, 1e-30)),
+    ("bfloat16", Tolerance("rms", 5e-2, 1e-30)),
+    ("bfloat16", Tolerance("exact", 0.0, 0.0)),
     ("int32", Tolerance("exact", 0.0, 0.0)),
     ("uint32", Tolerance("exact", 0.0, 0.0)),
     ("int64", Tolerance("exact", 0.0, 0.0)),
@@ -69,7 +73,12 @@ COMPARE_CASES = [
 
 def _data(dtype: str, n: int, rng: np.random.Generator, exact: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(expected as float64, a close `got` in the output dtype, a custom scale)."""
-    if DTYPES[dtype].is_float:
+    if dtype == "bfloat16":  # carried as its bits on the host
+        expected = rng.standard_normal(n) * 10.0
+        got = bfloat16.to_bits(expected)
+        if exact:
+            expected = bfloat16.to_float32(got).astype(np.float64)
+    elif DTYPES[dtype].is_float:
         expected = rng.standard_normal(n) * 10.0
         got = expected.astype(DTYPES[dtype].numpy)
         if exact:  # an exact rule needs a reference the output type can hold
@@ -82,16 +91,20 @@ def _data(dtype: str, n: int, rng: np.random.Generator, exact: bool) -> tuple[np
     return expected, got, scale
 
 
-def _spoil(got: np.ndarray, rng: np.random.Generator) -> None:
+def _spoil(got: np.ndarray, rng: np.random.Generator, dtype: str) -> None:
     """Unwritten elements (the poison), and wrong ones: off by a lot, NaN and inf where the type has them."""
     n = got.size
     idx = rng.choice(n, size=40, replace=False)
     size = got.dtype.itemsize
-    poison = poison_of(got)
+    poison = poison_of(got, dtype)
     view = got.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[size])
     if poison is not None:
         view[idx[:10]] = poison
-    if np.issubdtype(got.dtype, np.floating):
+    if dtype == "bfloat16":
+        got[idx[10:20]] = bfloat16.to_bits(bfloat16.to_float32(got[idx[10:20]]) * 1.5 + 1.0)
+        got[idx[20:25]] = bfloat16.CANONICAL_NAN
+        got[idx[25:30]] = 0x7F80  # +inf
+    elif np.issubdtype(got.dtype, np.floating):
         got[idx[10:20]] = got[idx[10:20]] * 1.5 + 1.0
         got[idx[20:25]] = np.nan
         got[idx[25:30]] = np.inf
@@ -119,7 +132,7 @@ def test_device_comparison_agrees_with_the_host(harness, dtype, tol):
     rng = np.random.default_rng(7)
     n = 300_007
     expected, got, scale = _data(dtype, n, rng, tol.scale == "exact")
-    host = compare_output("out", expected, got, tol, scale)
+    host = compare_output("out", expected, got, tol, scale, dtype=dtype)
     wrong, passed = _device_compare(harness, got, dtype, expected, scale, tol)
     assert host.passed and wrong == 0 and passed is not None
     assert passed.output == "out"
@@ -127,8 +140,8 @@ def test_device_comparison_agrees_with_the_host(harness, dtype, tol):
     # The same arithmetic in the same order: the worst ratio is the host's to the last bit.
     assert passed.worst_ratio == host.worst_ratio
 
-    _spoil(got, rng)
-    host = compare_output("out", expected, got, tol, scale)
+    _spoil(got, rng, dtype)
+    host = compare_output("out", expected, got, tol, scale, dtype=dtype)
     wrong, passed = _device_compare(harness, got, dtype, expected, scale, tol)
     assert passed is None
     assert wrong == host.wrong > 0

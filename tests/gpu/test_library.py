@@ -25,6 +25,7 @@ LIBRARY_TASKS = [
     "softmax",
     "matmul",
     "gemm_fp16",
+    "gemm_bf16",
     "histogram",
     "spmv_csr",
 ]

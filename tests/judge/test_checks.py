@@ -121,7 +121,7 @@ def test_the_poison_written_is_the_poison_recognised(dtype):
     poison(_Memory(), buf, dtype)  # type: ignore[arg-type]
     expected = np.zeros(64)
     exact = dataclasses.replace(TaskLibrary().get("vector_add").tolerance, scale="exact", rtol=0.0, atol=0.0)
-    result = compare_output("out", expected, buf, exact)
+    result = compare_output("out", expected, buf, exact, dtype=dtype)
     assert (result.wrong, result.unwritten) == (64, 64)
 
 

@@ -112,6 +112,8 @@ def test_the_reference_passes_fp32_and_refuses_fp16(imported, name):
     fp16 = ref.outputs(inputs, case, np.float16)
     for b in task.outputs:
         assert compare_output(b.name, exact[b.name], fp32[b.name], task.tolerance, None, 5).passed
+    if any(b.dtype == "bfloat16" for b in task.outputs):
+        return  # fp16 math is finer than a bf16 output: bf16 accumulation is its shortcut (test_bf16_modules.py)
     assert not all(
         compare_output(b.name, exact[b.name], fp16[b.name], task.tolerance, None, 5).passed for b in task.outputs
     )
