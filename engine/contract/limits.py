@@ -235,16 +235,16 @@ def size_plan(
         scratch.append((s.name, count * DTYPES[s.dtype].itemsize))
     total = sum(n for _, n in scratch)
     allowance = 2 * task_bytes + SCRATCH_SLACK_BYTES
+    if total > allowance:
+        raise PlanError(
+            f"{at}the scratch buffers need {total / 2**20:,.1f} MiB, over the limit of {allowance / 2**20:,.0f} MiB "
+            "(twice the task's buffers plus 256 MiB)"
+        )
     if module is not None and module.nbytes and total + module.nbytes > allowance:
         raise PlanError(
             f"{at}the module's {module.describe()} and {total / 2**20:,.1f} MiB of scratch buffers together are "
             f"over the limit of {allowance / 2**20:,.0f} MiB (twice the task's buffers plus 256 MiB): declare "
             "working memory as scratch in the launch plan, sized by the task's sizes, not as __device__ arrays"
-        )
-    if total > allowance:
-        raise PlanError(
-            f"{at}the scratch buffers need {total / 2**20:,.1f} MiB, over the limit of {allowance / 2**20:,.0f} MiB "
-            "(twice the task's buffers plus 256 MiB)"
         )
     launches: list[SizedLaunch] = []
     for i, la in enumerate(plan.launches):
