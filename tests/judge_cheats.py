@@ -41,6 +41,43 @@ extern "C" __global__ void vector_add(const float* a, const float* b, float* c, 
 }
 """
 
+# The same pair with a grid-stride loop over at most 1024 blocks: with one block per 256 elements the
+# do-nothing path still schedules 131072 blocks, which cost an H200 83 us against the honest 117 us
+# (docs/runs/s19): too little gain for the test to see the hole. At 1024 blocks it costs microseconds.
+STRIDE_VADD_PLAN = {
+    "launches": [
+        {"kernel": "vector_add", "grid": ["min(cdiv(n, 256), 1024)"], "block": [256], "args": ["a", "b", "c", "n"]}
+    ]
+}
+
+HONEST_STRIDE_VADD = r"""
+extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        c[i] = a[i] + b[i];
+    }
+}
+"""
+
+# Each block looks at the first element of its first tile, which only it writes.
+POISON_KEYED_STRIDE_VADD = r"""
+extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n)
+{
+    __shared__ int seen;
+    if (threadIdx.x == 0) {
+        float probe = c[min((int)(blockIdx.x * blockDim.x), n - 1)];
+        seen = probe == probe;
+    }
+    __syncthreads();
+    if (seen) {
+        return;
+    }
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        c[i] = a[i] + b[i];
+    }
+}
+"""
+
 MATMUL_PLAN = {
     "launches": [
         {
@@ -221,6 +258,9 @@ extern "C" __global__ void vector_add(const float* a, const float* b, float* c, 
 
 EVERY_CHEAT = {
     "poison-keyed vector_add": POISON_KEYED_VADD,
+    "poison-keyed grid-stride vector_add": POISON_KEYED_STRIDE_VADD,
+    "honest grid-stride vector_add": HONEST_STRIDE_VADD,
+    "poison-keyed matmul": paused_matmul(0),
     "poison-keyed matmul with a pause": paused_matmul(100_000),
     "cached matmul": CACHED_MATMUL,
     "64 GiB __device__ array": HUGE_GLOBAL_VADD,

@@ -503,6 +503,7 @@ class Profiler:
                 if rotation is None
                 else [rotation.row(b.name, i, nbytes) for i in range(rotation.rows)]
             )
+            wrong, replay = 0, 0
             for i, got in enumerate(written):
                 wrong, _ = compare_on_device(
                     self.ctx,
@@ -516,17 +517,20 @@ class Profiler:
                     self.vs.launch_timeout_s,
                     self.vault,
                 )
-                if wrong and rotation is not None:
-                    return (
-                        f"after timing, new input values in the same buffers gave {wrong} wrong element(s) of "
-                        f"{b.name!r} in replay {i + 1} of {rotation.rows} of the timed graph (each replay writes "
-                        "outputs of its own, poisoned before): the kernel skips work when it finds results there"
+                if wrong > 0:
+                    replay = i + 1
+                    break
+            if wrong:
+                return (
+                    f"after timing, new input values in the same buffers gave {wrong} wrong "
+                    f"element(s) of {b.name!r}"
+                    + (
+                        f" in replay {replay} of {rotation.rows} of the timed graph (each replay writes outputs "
+                        "of its own, poisoned before): the kernel skips work when it finds results there"
+                        if rotation is not None
+                        else ": the kernel returns results cached from earlier runs"
                     )
-                if wrong:
-                    return (
-                        f"after timing, new input values in the same buffers gave {wrong} wrong "
-                        f"element(s) of {b.name!r}: the kernel returns results cached from earlier runs"
-                    )
+                )
         return None
 
     def _placement_count(self, task: Task, entries: int) -> int:

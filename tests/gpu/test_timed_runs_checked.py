@@ -17,11 +17,13 @@ from judge_cheats import (
     CACHED_MATMUL,
     CACHED_MATMUL_PLAN,
     HONEST_MATMUL,
+    HONEST_STRIDE_VADD,
     HONEST_VADD,
     HUGE_GLOBAL_VADD,
     MATMUL_PLAN,
     MODEST_GLOBAL_VADD,
-    POISON_KEYED_VADD,
+    POISON_KEYED_STRIDE_VADD,
+    STRIDE_VADD_PLAN,
     TAMPERING_VADD,
     VADD_PLAN,
     paused_matmul,
@@ -40,8 +42,10 @@ pytestmark = pytest.mark.gpu
 NOISE = 0.03
 # The positive control: where the hole is open, the cheat takes at most this share of the honest time.
 CHEAT_WINS_UNDER = 0.6
-# vector_add at this size runs a few microseconds: timed as a CUDA graph of replays.
-GRAPH_N = 1 << 20
+# matmul at this size (M = N = K) does tens of microseconds of work in 576 blocks; with the graph threshold
+# raised to GRAPH_EVERY_US it is timed as a CUDA graph of replays whatever its time.
+GRAPH_SIZE = 384
+GRAPH_EVERY_US = 10_000.0
 
 Programs = dict[str, tuple[str, dict]]  # label -> (source, plan)
 Profile = Callable[..., ProfileReport]
@@ -59,7 +63,14 @@ def profile(gpu) -> Iterator[Profile]:
 
     state = WorkerState(0, gpu.settings)
 
-    def run(task_name, programs: Programs, independent: bool = True, trusted=(), hook=None) -> ProfileReport:
+    def run(
+        task_name,
+        programs: Programs,
+        independent: bool = True,
+        trusted=(),
+        hook=None,
+        graph_under_us: float | None = None,
+    ) -> ProfileReport:
         task = gpu.task(task_name) if isinstance(task_name, str) else task_name
         judge = gpu.env.judge(task, gpu.settings)
         compiled: dict[str, Compiled] = {}
@@ -69,6 +80,8 @@ def profile(gpu) -> Iterator[Profile]:
             compiled[label] = result
         vsettings = dataclasses.replace(gpu.settings.validation, independent_runs=independent)
         psettings = dataclasses.replace(gpu.settings.profile, placements=2)
+        if graph_under_us is not None:
+            psettings = dataclasses.replace(psettings, graph_threshold_us=graph_under_us)
         profiler = Profiler(state.ctx, state.info, state.harness, state.refs, state.nvml, psettings, vsettings)
         cubins = {label: c.compile.cubin for label, c in compiled.items()}
         modules = {label: state.ctx.load_module(cubin) for label, cubin in cubins.items()}
@@ -95,14 +108,14 @@ def timings(report: ProfileReport) -> dict[str, Timing]:
     return by_label
 
 
-def assert_cheat_closed(profile: Profile, task, honest, cheat, same_time: bool = True) -> dict[str, Timing]:
+def assert_cheat_closed(profile: Profile, task, honest, cheat, same_time: bool = True, **how) -> dict[str, Timing]:
     """Open (independent_runs off): the cheat wins. Closed: it is timed on its honest path or caught,
-    and the honest twin keeps its time within noise (`same_time`)."""
-    before = timings(profile(task, {"honest": honest, "cheat": cheat}, independent=False))
+    and the honest twin keeps its time within noise (`same_time`). `how`: the profile's options."""
+    before = timings(profile(task, {"honest": honest, "cheat": cheat}, independent=False, **how))
     assert before["cheat"].median_us < CHEAT_WINS_UNDER * before["honest"].median_us, (
         f"positive control: the cheat should win when runs are not independent: {before}"
     )
-    after = timings(profile(task, {"honest": honest, "cheat": cheat}))
+    after = timings(profile(task, {"honest": honest, "cheat": cheat}, **how))
     assert after["honest"].state_check is None
     if after["cheat"].state_check is None:
         assert after["cheat"].median_us >= (1 - NOISE) * after["honest"].median_us, after
@@ -115,20 +128,28 @@ def assert_cheat_closed(profile: Profile, task, honest, cheat, same_time: bool =
 
 
 def test_a_kernel_that_skips_work_when_its_output_holds_a_number_gains_nothing(profile):
-    assert_cheat_closed(profile, "vector_add", (HONEST_VADD, VADD_PLAN), (POISON_KEYED_VADD, VADD_PLAN))
+    assert_cheat_closed(
+        profile, "vector_add", (HONEST_STRIDE_VADD, STRIDE_VADD_PLAN), (POISON_KEYED_STRIDE_VADD, STRIDE_VADD_PLAN)
+    )
 
 
 def test_in_a_graph_of_replays_each_replay_finds_its_outputs_poisoned(gpu, profile):
-    """A plan short enough to be timed as a CUDA graph of K replays (vector_add at 2^20 elements):
-    each replay writes outputs of its own, poisoned before the sample, and the check after timing
-    verifies every replay's. Not compared with its time before: replays that rewrite the same
-    outputs found them in the L2, and each replay now writes new ones (the baseline too, so a
-    speedup compares like with like)."""
-    base = gpu.task("vector_add")
-    case = SizeCase(f"graph-sized n={GRAPH_N}", (("n", GRAPH_N),), 1, is_timing=True)
+    """A plan timed as a CUDA graph of K replays (matmul at 384^3, every program graphed here): each
+    replay writes outputs of its own, poisoned before the sample, and the check after timing verifies
+    every replay's. Not compared with its time before: replays that rewrite the same outputs found
+    them in the L2, and each replay now writes new ones (the baseline too, so a speedup compares like
+    with like). matmul, not vector_add: a small vector_add's time is all launch, the skipping kernel's
+    as much as the honest one's (3.65 us against 3.72 us on an H200, docs/runs/s19)."""
+    base = gpu.task("matmul")
+    case = SizeCase(f"graph-sized {GRAPH_SIZE}^3", tuple((x, GRAPH_SIZE) for x in "MNK"), 1, is_timing=True)
     task = dataclasses.replace(base, timing=case, fingerprint=base.fingerprint + "-graph-sized")
     after = assert_cheat_closed(
-        profile, task, (HONEST_VADD, VADD_PLAN), (POISON_KEYED_VADD, VADD_PLAN), same_time=False
+        profile,
+        task,
+        (HONEST_MATMUL, MATMUL_PLAN),
+        (paused_matmul(0), MATMUL_PLAN),
+        same_time=False,
+        graph_under_us=GRAPH_EVERY_US,
     )
     assert after["honest"].mode == "graph" and after["honest"].replays >= 2, after["honest"]
 
