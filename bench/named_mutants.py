@@ -64,8 +64,8 @@ MUTANTS = (
     Mutant(
         "no re-check after timing",
         "engine/gpu/profile.py",
-        "                if wrong:\n                    return (\n",
-        "                if False:\n                    return (\n",
+        "            if wrong:\n                return (\n",
+        "            if False:\n                return (\n",
         (f"{ROUTINE}::test_a_stale_answer_after_timing_fails_the_re_check",),
         gpu=True,
     ),
