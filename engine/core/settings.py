@@ -317,6 +317,9 @@ LOOP_KNOBS: tuple[Knob, ...] = (
         "stop when the best reaches this share of the achievable roofline (our probes' measured ceilings, "
         "not the physical limit; DEFAULT)",
         float,
+        # A share: above 1 (100%) only a suspect timing reaches, so the loop would never stop on it.
+        low=0,
+        high=1,
         zero_is_never=True,
     ),
 )

@@ -14,9 +14,7 @@ import os
 from collections.abc import Sequence
 from contextlib import aclosing
 from types import ModuleType
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from cuda_llm.engine.core.settings import GenerateOptions
 from cuda_llm.engine.llm.base import Completion, Message, ModelError, ModelProvider, RequestKey, TokenCallback
@@ -31,6 +29,9 @@ from cuda_llm.engine.llm.bounded import (
 from cuda_llm.engine.llm.http_errors import Server, display_url, retry_after_seconds, with_server_models
 from cuda_llm.engine.llm.spec import ModelBackend, ModelSpec, ReplayLoader
 from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
+
+if TYPE_CHECKING:
+    import openai
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 # Local servers need no key, but the client refuses to start without one.
@@ -47,6 +48,8 @@ _MALFORMED: tuple[type[Exception], ...] = (json.JSONDecodeError, UnicodeDecodeEr
 
 def _http_library() -> ModuleType:
     """The HTTP library the openai client is built on: httpx2 from openai 3, httpx before."""
+    import openai
+
     return importlib.import_module(openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0])
 
 
@@ -63,6 +66,9 @@ class OpenAIProvider(ModelBackend):
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = DEFAULT_KEY_ENV) -> None:
         self.model = model
         self.spec = f"openai:{model}"
+        # Imported here, not with this module (seconds): `--model` is checked before it loads.
+        import openai
+
         key = os.environ.get(api_key_env) or None
         self._client = openai.AsyncOpenAI(
             api_key=key or PLACEHOLDER_KEY,
@@ -158,6 +164,8 @@ class OpenAIProvider(ModelBackend):
             request["seed"] = options.seed
         if self._usage_supported is False:
             return await self._client.chat.completions.create(**request)
+        import openai
+
         try:
             stream = await self._client.chat.completions.create(**request, stream_options={"include_usage": True})
         except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
@@ -200,6 +208,8 @@ class OpenAIProvider(ModelBackend):
             if deadlines is None:
                 return server.timeout(True, LIST_TIMEOUT_S)
             return server.timeout(deadlines.waiting_for_first_token, deadlines.limit_s())
+        import openai
+
         if isinstance(exc, openai.APITimeoutError):
             return server.io_timeout() if connected else server.unreachable(exc, connect_timeout=True)
         if isinstance(exc, openai.APIConnectionError):

@@ -118,6 +118,16 @@ def parse_spec(text: str) -> ModelSpec:
     return ModelSpec(kind, name)
 
 
+def check_spec(text: str) -> None:
+    """UserError for a spec's text that parse_spec would refuse, as a command line's parser checks it:
+    a known kind followed by a name imports no backend (the common case costs nothing), anything
+    else is parsed in full (and its error lists the backends)."""
+    kind, _, name = text.strip().partition(":")
+    if kind.strip().lower() in BACKENDS and name.strip():
+        return
+    parse_spec(text)
+
+
 def person_writes(text: str | None) -> bool:
     """Whether a spec's text names a backend whose replies a person writes (False for none, or for
     a spec that does not parse: that error is the session's to report)."""

@@ -1,0 +1,152 @@
+"""Every environment variable and option a command depends on is checked before any work: one line in
+the user's terms, exit 2, no traceback, no session (issue 47). The environment's cases run the real
+command in a child process, since what failed there was a library import."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_run import cli, one_line
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def child(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "cuda_llm", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        timeout=120,
+    )
+
+
+# ---- the environment ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["localhost:abc", "localhost:70000", "::::"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "vector_add", "--model", "ollama:m", "--host", "127.0.0.1:9", "--headless"],
+        ["bench", "--tasks", "vector_add", "--model", "ollama:m"],
+        [],  # the TUI
+    ],
+    ids=["run", "bench", "tui"],
+)
+def test_a_bad_ollama_host_variable_is_one_line_whatever_the_command(tmp_path, argv, value):
+    done = child(*argv, "--db", str(tmp_path / "s.db"), env={"OLLAMA_HOST": value})
+    assert done.returncode == 2
+    line = one_line(done.stderr)
+    assert f"OLLAMA_HOST {value!r} is not a server address" in line and "unset it" in line
+    assert not (tmp_path / "s.db").exists(), "nothing was recorded"
+
+
+def test_a_bad_openai_base_url_variable_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "localhost:8000/v1")
+    code, _, err = cli(capsys, "run", "vector_add", "--model", "openai:m", "--headless", "--db", str(tmp_path / "s.db"))
+    assert code == 2 and "OPENAI_BASE_URL 'localhost:8000/v1' is not a server URL" in one_line(err)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--host", "gpu-box:port", "argument --host: 'gpu-box:port' is not a server address"),
+        ("--host", "[::1", "argument --host: '[::1' is not a server address"),
+        ("--base-url", "api.example.com/v1", "argument --base-url: 'api.example.com/v1' is not a server URL"),
+    ],
+)
+def test_a_bad_server_option_is_a_usage_error(capsys, flag, value, message):
+    code, out, err = cli(capsys, "run", "vector_add", "--model", "ollama:m", flag, value, "--headless")
+    assert code == 2 and out == "" and message in one_line(err)
+
+
+# ---- options accepted without a word -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "vector_add", "--model", "ollama:m", "--gpu", "abc", "--headless"], "'abc' names a GPU model"),
+        (["run", "vector_add", "--model", "ollama:m", "--gpus", "0,x", "--headless"], "mixes GPU numbers and names"),
+        (["bench", "--model", "ollama:m", "--gpus", "abc"], "which only --cluster takes"),
+        (["eval", "vector_add", "baseline", "--gpu", "abc"], "'abc' is not a GPU number"),
+        (["run", "vector_add", "--model", "ollama:m", "--target-roofline", "2", "--headless"], "between 0 and 1"),
+        (["run", "vector_add", "--resume", "3", "--headless"], "--resume 3 goes on with the session's own task"),
+    ],
+)
+def test_options_the_run_cannot_honour_are_usage_errors(capsys, argv, message):
+    code, out, err = cli(capsys, *argv)
+    assert code == 2 and out == "" and message in one_line(err)
+
+
+def test_a_gpu_asked_for_where_there_is_none_is_refused_not_compiled_only(capsys, monkeypatch):
+    from cuda_llm.engine.judge import judge_environment
+
+    monkeypatch.setattr(judge_environment, "gpu_unavailable_reason", lambda: "no CUDA driver")
+    code, out, err = cli(capsys, "eval", "vector_add", "baseline", "--gpu", "7")
+    assert code == 2 and "--gpus 7 asks for a GPU, but no CUDA driver" in one_line(err)
+    # Without --gpu, the same machine compiles only, as before.
+    code, out, err = cli(capsys, "eval", "vector_add", "baseline", "--no-profile")
+    assert code == 0, err
+
+
+# ---- found in the parser's pass, before the task or a model is looked at ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-N", "0"], "argument --candidates/-N: must be between 1 and 32, got 0"),
+        (["--rounds", "0"], "argument --rounds/-D: must be at least 1, got 0"),
+        (["--patience", "-1"], "argument --patience/-K: -1 is negative"),
+    ],
+)
+def test_a_knob_out_of_range_is_found_before_the_task_is_read(capsys, argv, message):
+    # The task does not exist: a check made after reading it would say so instead.
+    code, out, err = cli(capsys, "run", "no_such_task", "--model", "ollama:m", "--headless", *argv)
+    assert code == 2 and message in one_line(err)
+
+
+def test_an_unknown_model_is_found_before_the_task_is_read(capsys):
+    code, out, err = cli(capsys, "run", "no_such_task", "--model", "foo:bar", "--headless")
+    assert code == 2 and "argument --model: unknown model spec 'foo:bar'" in one_line(err)
+
+
+# ---- the TUI's own options ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--config", "/no/such/tui.toml"], "--config /no/such/tui.toml: no such file"),
+        (["--model", "foo:bar"], "argument --model: unknown model spec 'foo:bar'"),
+        (["--gpus", "abc"], "'abc' names a GPU model"),
+        (["-N", "0"], "must be between 1 and 32"),
+    ],
+)
+def test_the_tui_s_options_are_checked_before_the_app(capsys, monkeypatch, argv, message):
+    from cuda_llm.app import main as tui_main
+    from cuda_llm.app.app import CudaLlmApp
+    from cuda_llm.app.launcher import main as launcher
+
+    monkeypatch.setattr(tui_main, "terminal_missing", lambda: None)
+    monkeypatch.setattr(CudaLlmApp, "run", lambda self, *a, **k: pytest.fail("the app was started"))
+    with pytest.raises(SystemExit) as exit_:
+        launcher(argv)
+    assert exit_.value.code == 2 and message in one_line(capsys.readouterr().err)
+
+
+def test_help_has_one_options_section(capsys):
+    from cuda_llm.app.launcher import main as launcher
+
+    assert launcher(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\noptions:\n") == 1 and "terminal UI options:" in out
+    assert out.count("-h, --help") == 1
