@@ -90,10 +90,10 @@ def test_a_gpu_asked_for_where_there_is_none_is_refused_not_compiled_only(capsys
     from cuda_llm.engine.judge import judge_environment
 
     monkeypatch.setattr(judge_environment, "gpu_unavailable_reason", lambda: "no CUDA driver")
-    code, out, err = cli(capsys, "eval", "vector_add", "baseline", "--gpu", "7")
+    code, _, err = cli(capsys, "eval", "vector_add", "baseline", "--gpu", "7")
     assert code == 2 and "--gpus 7 asks for a GPU, but no CUDA driver" in one_line(err)
     # Without --gpu, the same machine compiles only, as before.
-    code, out, err = cli(capsys, "eval", "vector_add", "baseline", "--no-profile")
+    code, _out, err = cli(capsys, "eval", "vector_add", "baseline", "--no-profile")
     assert code == 0, err
 
 
@@ -110,12 +110,12 @@ def test_a_gpu_asked_for_where_there_is_none_is_refused_not_compiled_only(capsys
 )
 def test_a_knob_out_of_range_is_found_before_the_task_is_read(capsys, argv, message):
     # The task does not exist: a check made after reading it would say so instead.
-    code, out, err = cli(capsys, "run", "no_such_task", "--model", "ollama:m", "--headless", *argv)
+    code, _out, err = cli(capsys, "run", "no_such_task", "--model", "ollama:m", "--headless", *argv)
     assert code == 2 and message in one_line(err)
 
 
 def test_an_unknown_model_is_found_before_the_task_is_read(capsys):
-    code, out, err = cli(capsys, "run", "no_such_task", "--model", "foo:bar", "--headless")
+    code, _out, err = cli(capsys, "run", "no_such_task", "--model", "foo:bar", "--headless")
     assert code == 2 and "argument --model: unknown model spec 'foo:bar'" in one_line(err)
 
 
