@@ -5,6 +5,7 @@ command in a child process, since what failed there was a library import."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -150,3 +151,48 @@ def test_help_has_one_options_section(capsys):
     out = capsys.readouterr().out
     assert out.count("\noptions:\n") == 1 and "terminal UI options:" in out
     assert out.count("-h, --help") == 1
+
+
+# ---- wrong messages ----------------------------------------------------------------------------------------
+
+
+# Root reads any file whatever its mode; without these capabilities it is refused as anyone else is.
+DROP_FILE_CAPS = [
+    "setpriv",
+    "--bounding-set=-dac_override,-dac_read_search",
+    "--inh-caps=-dac_override,-dac_read_search",
+    "--",
+]
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and shutil.which("setpriv") is None, reason="root, and no setpriv(1)")
+def test_an_unreadable_database_is_not_sent_to_the_command_that_just_failed(tmp_path):
+    folder = tmp_path
+    db = folder / "sessions.db"
+    from cuda_llm.engine.store.sessions import SessionStore
+
+    SessionStore(db).close()
+    db.chmod(0)
+    done = subprocess.run(
+        [*(DROP_FILE_CAPS if os.geteuid() == 0 else []), sys.executable, "-m", "cuda_llm", "sessions", "--db", str(db)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "CUDA_LLM_HOME": str(folder)},
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    line = one_line(done.stderr)
+    assert f"cannot read the session database {db}: permission denied" in line
+    assert "`cuda-llm sessions`" not in line
+
+
+# ---- hangs --------------------------------------------------------------------------------------------------
+
+
+def test_a_named_pipe_given_as_the_reply_file_is_refused_not_waited_on(tmp_path):
+    fifo = tmp_path / "reply.md"
+    os.mkfifo(fifo)  # nobody will ever write it: opening it to read would wait forever
+    done = child("eval", "vector_add", str(fifo), "--compile-only")
+    assert done.returncode == 2
+    assert f"reply {fifo} is a named pipe (FIFO), not a file" in one_line(done.stderr)

@@ -153,16 +153,30 @@ async def run_headless(options, as_json: bool) -> int:
     if session.env.notice:
         say_on_stderr(session.env.notice)
     session.bus.subscribe(ProgressPrinter(sys.stderr))
-    interrupted = False
+    interrupted = quit_at_once = False
+    running = asyncio.ensure_future(session.run())
 
     def stop_on_ctrl_c() -> None:
         nonlocal interrupted
         interrupted = True
         control.stop()
 
+    def quit_on_ctrl_c() -> None:
+        # The second Ctrl-C: what is in flight (a compile, a timing) is abandoned, not waited for;
+        # the person is still told where the session stands and how to continue it.
+        nonlocal quit_at_once
+        quit_at_once = True
+        running.cancel()
+
     try:
-        with ctrl_c_stops(stop_on_ctrl_c):
-            result = await session.run()
+        with ctrl_c_stops(stop_on_ctrl_c, quit_on_ctrl_c):
+            result = await running
+    except asyncio.CancelledError:
+        if not quit_at_once:
+            raise
+        print(f"session {session.id}: stopped at once (Ctrl-C twice); what was judged is recorded")
+        print(continue_line(session.id, options.db, session.provider, options.cluster))
+        return EXIT_INTERRUPTED
     finally:
         await session.close()
     if as_json:
