@@ -196,3 +196,58 @@ def test_a_named_pipe_given_as_the_reply_file_is_refused_not_waited_on(tmp_path)
     done = child("eval", "vector_add", str(fifo), "--compile-only")
     assert done.returncode == 2
     assert f"reply {fifo} is a named pipe (FIFO), not a file" in one_line(done.stderr)
+
+
+def test_a_compile_only_summary_counts_the_tasks_whose_candidates_compiled():
+    from cuda_llm.app.cli.bench_table import BenchRow, summaries, summary_lines
+
+    rows = [
+        BenchRow(f"t{i}", i, "ollama:m", "finished", validated=False, candidates=4, compiled=2 if i == 0 else 0)
+        for i in range(3)
+    ]
+    (line,) = summary_lines(summaries(rows))
+    assert line.endswith("a candidate compiled and bound on 1 of 3 task(s).")
+
+
+# ---- sessions created by a mistake ---------------------------------------------------------------------------
+
+
+def test_an_openai_base_url_without_v1_starts_no_session(tmp_path, capsys, llm_server):
+    db = tmp_path / "s.db"
+    code, _, err = cli(
+        capsys,
+        *("run", "vector_add", "--model", "openai:loop-model", "--base-url", llm_server.url),
+        *("--headless", "--compile-only", "--db", str(db)),
+    )
+    assert code == 2
+    line = one_line(err)
+    assert f"answers at {llm_server.openai_url}: use --base-url {llm_server.openai_url}" in line
+    assert "is not set" not in line, "not about the key"
+    assert not db.exists() or session_count(db) == 0
+    assert not llm_server.chat_requests
+
+
+def session_count(db: Path) -> int:
+    from cuda_llm.engine.store.sessions import SessionStore
+
+    store = SessionStore(db, read_only=True)
+    try:
+        return len(store.sessions(1000))
+    finally:
+        store.close()
+
+
+def test_a_replay_of_a_session_without_replies_starts_no_session(tmp_path, capsys):
+    from cuda_llm.engine.core.settings import LoopSettings
+    from cuda_llm.engine.store.sessions import SessionStore
+    from cuda_llm.engine.task import TaskLibrary
+
+    db = tmp_path / "s.db"
+    task = TaskLibrary().get("vector_add")
+    store = SessionStore(db)
+    sid = store.create_session(task.name, str(task.folder), task.fingerprint, "ollama:m", LoopSettings(), "x", "sm_90")
+    store.close()
+    for argv in (["replay", str(sid)], ["run", "vector_add", "--model", f"replay:{sid}", "--headless"]):
+        code, _, err = cli(capsys, *argv, "--compile-only", "--db", str(db))
+        assert code == 2 and f"session {sid} has no recorded model replies" in one_line(err)
+    assert session_count(db) == 1, "no replay session was recorded"

@@ -187,7 +187,28 @@ class OpenAIProvider(ModelBackend):
             error = self._failure(exc, None, connected=False)
             if error is None:
                 raise
+        if error.kind == "not_found" and (v1 := await self._answers_at_v1()) is not None:
+            # Every request of a session would be a 404 too, retried and left paused: said now instead.
+            raise ModelError(
+                "bad_request",
+                f"the OpenAI-compatible server at {self.where} answers at {v1}: use --base-url {v1} "
+                "(OpenAI-compatible base URLs end in /v1)",
+            )
         raise error
+
+    async def _answers_at_v1(self) -> str | None:
+        """The base URL with /v1 added, where the server lists its models there and not at the URL
+        given (vLLM, llama.cpp and ollama all serve under /v1); None otherwise."""
+        base = str(self._client.base_url).rstrip("/")
+        if base.endswith("/v1"):
+            return None
+        with_v1 = f"{base}/v1"
+        try:
+            async with asyncio.timeout(LIST_TIMEOUT_S):
+                await self._client.with_options(base_url=with_v1).models.list()
+        except Exception:  # not there either: the first answer stands
+            return None
+        return display_url(with_v1)
 
     async def close(self) -> None:
         await self._client.close()

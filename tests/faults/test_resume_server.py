@@ -15,6 +15,7 @@ from session_driver import options, run_session
 
 from cuda_llm.app.cli.run_cmd import resume_command
 from cuda_llm.engine.core.errors import UserError
+from cuda_llm.engine.llm.base import RequestKey
 from cuda_llm.engine.llm.spec import parse_model_spec
 
 from .helpers import resume, resume_options
@@ -99,9 +100,9 @@ def test_the_continue_line_names_the_database_and_the_server():
     assert line == "cuda-llm run --resume 12 --headless --db '/data/my sessions.db' --base-url http://gpu-box:8000/v1"
     ollama = parse_model_spec("ollama:qwen", host="10.0.0.5")
     assert resume_command(3, None, ollama) == "cuda-llm run --resume 3 --headless --host http://10.0.0.5:11434"
-    assert resume_command(3, None, parse_model_spec("replay:2", load_replay=lambda _: {})) == (
-        "cuda-llm run --resume 3 --headless"
-    )
+    assert resume_command(
+        3, None, parse_model_spec("replay:2", load_replay=lambda _: {RequestKey(1, 0, 0): "a reply"})
+    ) == ("cuda-llm run --resume 3 --headless")
 
 
 @pytest.mark.fault(
