@@ -99,11 +99,12 @@ def output_folder(path: str | Path) -> Path:
 def write_text(path: Path, text: str) -> None:
     """Write a file for people to read (an export, a report, a table): every control and invisible
     format character in it is written as a visible escape (app/terminal.py), since `cat` of the
-    file is a screen. In C source an escape stays what it was: it is the same character in a string
-    literal and nothing in a comment; JSON escapes its own."""
-    from cuda_llm.app.terminal import terminal_safe
+    file is a screen. A .cu file is escaped as C source (c_source_safe), so that it still compiles
+    to the program it was; JSON escapes its own."""
+    from cuda_llm.app.terminal import c_source_safe, terminal_safe
 
+    safe = c_source_safe if path.suffix in (".cu", ".cuh") else terminal_safe
     try:
-        path.write_text(terminal_safe(text), encoding="utf-8")
+        path.write_text(safe(text), encoding="utf-8")
     except OSError as exc:
         raise FileArgumentError(f"cannot write {path}: {_why(exc)}") from None

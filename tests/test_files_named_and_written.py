@@ -84,3 +84,44 @@ def test_a_model_name_that_is_not_unicode_does_not_break_saving_the_state(tmp_pa
     loaded = load_config(path)
     assert loaded.warning is None and loaded.config.candidates == 7, "the other choices are remembered"
     assert loaded.config.model != "ollama:bad\ud800name"
+
+
+# ---- item 9: an export compiles to the program that was judged -----------------------------------------
+
+# A string literal whose ESC is followed by a hex digit ('A'), a C1 control (U+009B) in it, a form feed
+# between two tokens, and an ESC in a comment: each is the same program only if escaped as C source.
+ESCAPING_KERNEL = (
+    '__device__ const char tag[] = "\x1bA\u009b";  // tagged \x1b[31m\n'
+    'extern "C" __global__ void tagged(const float* a, const float* b, float* c, int n)\f{\n'
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i < n) c[i] = a[i] + b[i] + tag[i % 3];\n"
+    "}\n"
+)
+TAGGED_PLAN = {
+    "launches": [{"kernel": "tagged", "grid": ["cdiv(n, 256)"], "block": [256], "args": ["a", "b", "c", "n"]}]
+}
+
+
+def _ptx(source: str) -> list[str]:
+    from cuda_llm.engine.compile.nvrtc import compile_in_process
+
+    result = compile_in_process(source, "sm_90")
+    assert result.ok, result.error
+    return [line for line in (result.ptx or "").splitlines() if not line.startswith("//")]
+
+
+def test_an_exported_kernel_compiles_to_the_program_that_was_judged(tmp_path, capsys, llm_server):
+    from scripted import chunked, reply
+
+    db, out = tmp_path / "s.db", tmp_path / "export"
+    llm_server.default = chunked(reply(ESCAPING_KERNEL, TAGGED_PLAN))
+    run = ("run", "vector_add", "--model", "ollama:loop-model", "--host", llm_server.url, "-N", "1", "-D", "1")
+    code, _, err = cli(capsys, *run, "--headless", "--compile-only", "--db", str(db))
+    assert code == 0, err
+    code, _, err = cli(capsys, "export", "1", "--candidate", "r1-1", "--out", str(out), "--db", str(db))
+    assert code == 0, err
+    exported = (out / "kernel.cu").read_text(encoding="utf-8")
+    from cuda_llm.app.terminal import has_controls
+
+    assert not has_controls(exported), "the file is still safe to cat"
+    assert _ptx(exported) == _ptx(ESCAPING_KERNEL)
