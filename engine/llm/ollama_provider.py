@@ -196,7 +196,7 @@ class OllamaProvider(ModelBackend):
         if isinstance(exc, TimeoutError):  # one of our deadlines
             if deadlines is None:
                 return server.timeout(True, LIST_TIMEOUT_S)
-            return server.timeout(deadlines.waiting_for_first_token, deadlines.limit_s())
+            return deadlines.expired(server)
         if isinstance(exc, _HttpStatusError):
             return server.http_status(exc.status, exc.text, self.model, exc.retry_after_s)
         import ollama

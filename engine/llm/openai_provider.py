@@ -228,7 +228,7 @@ class OpenAIProvider(ModelBackend):
         if isinstance(exc, TimeoutError):  # one of our deadlines
             if deadlines is None:
                 return server.timeout(True, LIST_TIMEOUT_S)
-            return server.timeout(deadlines.waiting_for_first_token, deadlines.limit_s())
+            return deadlines.expired(server)
         import openai
 
         if isinstance(exc, openai.APITimeoutError):
