@@ -251,3 +251,16 @@ def test_a_replay_of_a_session_without_replies_starts_no_session(tmp_path, capsy
         code, _, err = cli(capsys, *argv, "--compile-only", "--db", str(db))
         assert code == 2 and f"session {sid} has no recorded model replies" in one_line(err)
     assert session_count(db) == 1, "no replay session was recorded"
+
+
+def test_the_resumed_line_names_the_server(tmp_path, capsys, llm_server):
+    from scripted import chunked, reply
+
+    db = tmp_path / "s.db"
+    llm_server.default = chunked(reply())
+    run = ("--host", llm_server.url, "--headless", "--compile-only", "--db", str(db))
+    code, _, err = cli(capsys, "run", "vector_add", "--model", "ollama:loop-model", "-N", "1", "-D", "1", *run)
+    assert code == 0, err
+    code, _, err = cli(capsys, "run", "--resume", "1", "-D", "2", *run)
+    assert code == 0, err
+    assert f"session 1 resumed: vector_add with ollama:loop-model at {llm_server.url}" in err

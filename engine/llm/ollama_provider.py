@@ -82,6 +82,10 @@ class OllamaProvider(ModelBackend):
         return display_url(ollama_url(address))
 
     @classmethod
+    def unnamed_server(cls) -> str | None:
+        return display_url(ollama_url(None))
+
+    @classmethod
     def create(cls, spec: ModelSpec, server: str | None, load_replay: ReplayLoader | None) -> ModelProvider:
         return cls(spec.name, host=server)
 

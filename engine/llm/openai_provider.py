@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     import openai
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+# Where the openai library sends requests when neither --base-url nor OPENAI_BASE_URL names a server.
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 # Local servers need no key, but the client refuses to start without one.
 PLACEHOLDER_KEY = "no-key-needed"
 # A LAN or loopback connection opens in milliseconds; a host that drops packets is reported
@@ -62,6 +64,10 @@ class OpenAIProvider(ModelBackend):
     @classmethod
     def create(cls, spec: ModelSpec, server: str | None, load_replay: ReplayLoader | None) -> ModelProvider:
         return cls(spec.name, base_url=server)
+
+    @classmethod
+    def unnamed_server(cls) -> str | None:
+        return display_url(os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL)
 
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = DEFAULT_KEY_ENV) -> None:
         self.model = model

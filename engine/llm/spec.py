@@ -63,6 +63,12 @@ class ModelBackend:
         return display_url(address)
 
     @classmethod
+    def unnamed_server(cls) -> str | None:
+        """The server this backend talks to when no option names one (an environment variable, or
+        its library's default), as recorded; None for a backend with no server."""
+        return None
+
+    @classmethod
     def origin(cls) -> str:
         """How the record labels its replies: "replay" for a recording played back, else "model"."""
         return "replay" if cls.replays else "model"
