@@ -62,8 +62,8 @@ class ProgressPrinter:
             verb = "resumed" if event.resumed else "started"
             s = event.settings
             self._line(
-                f"session {event.session_id} {verb}: {event.task} with {event.model}{_at(event.server)} on {event.device} "
-                f"(N={s.candidates}, D={s.rounds}, R={s.repairs})"
+                f"session {event.session_id} {verb}: {event.task} with {event.model}{_at(event.server)} "
+                f"on {event.device} (N={s.candidates}, D={s.rounds}, R={s.repairs})"
             )
         elif isinstance(event, ev.RoundStarted):
             what = f"repair {event.attempt}" if event.attempt else "asking"
