@@ -109,6 +109,8 @@ def _read(path: Path) -> tuple[dict[str, Any], str | None]:
         data = tomllib.loads(raw.decode("utf-8"))
         _from_dict(data)  # checked as a whole: one bad value and the file is not used
         return data, None
+    except RecursionError:  # arrays or tables nested thousands deep: the parser's stack ends first
+        return {}, f"{path} is not a usable config (nested too deeply); using the defaults"
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, TypeError, ValueError) as exc:
         reason = headline(str(exc)) or type(exc).__name__
         return {}, f"{path} is not a usable config ({reason}); using the defaults"
@@ -135,13 +137,24 @@ def save_state(config: AppConfig, path: Path | None = None) -> str | None:
     ]
     for name in REMEMBERED:
         value = getattr(config, name)
-        if value is not None:
+        # Text that is not Unicode (a lone surrogate, as a server's model list may carry) cannot be
+        # written as UTF-8: that choice is not remembered, and the others still are.
+        if value is not None and _writable(value):
             lines.append(f"{_key(name)} = {toml_value(value)}")
     try:
         write_atomically(target, "\n".join(lines) + "\n")
     except OSError as exc:
         return f"cannot save the app's state to {target} ({exc.strerror})"
     return None
+
+
+def _writable(value: object) -> bool:
+    """Whether a value can be written to a UTF-8 file (str: no lone surrogates)."""
+    try:
+        str(value).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _from_dict(data: dict[str, Any]) -> AppConfig:
@@ -181,6 +194,8 @@ def save_config(config: AppConfig, path: Path | None = None) -> str | None:
         write_atomically(path, to_toml(config))
     except OSError as exc:
         return f"cannot save the config to {path} ({exc.strerror})"
+    except UnicodeEncodeError:
+        return f"cannot save the config to {path}: a value is not valid Unicode text (a lone surrogate)"
     return None
 
 

@@ -34,6 +34,13 @@ def refusal(args: argparse.Namespace) -> str | None:
     """Why the UI cannot start for these arguments, as one line, before anything is built: no
     terminal (started from a script, `cuda-llm </dev/null >file`), a `run` without a task or a model,
     or a task that cannot be loaded."""
+    from cuda_llm.engine.core.errors import UserError
+    from cuda_llm.engine.llm.addresses import check_environment
+
+    try:
+        check_environment()
+    except UserError as exc:
+        return str(exc)
     missing = terminal_missing()
     if missing is not None:
         return (

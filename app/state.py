@@ -238,7 +238,8 @@ class SessionView:
         self.task, self.model, self.device, self.settings = e.task, e.model, e.device, e.settings
         self.compile_only = e.compile_only
         self.state, self.state_reason = "running", ""
-        self._say(f"session {e.session_id}{' resumed' if e.resumed else ''}: {e.task} with {e.model} on {e.device}")
+        at = f" at {e.server}" if e.server else ""
+        self._say(f"session {e.session_id}{' resumed' if e.resumed else ''}: {e.task} with {e.model}{at} on {e.device}")
         return {STATUS, TREE, LOG, LATENCY}
 
     def _on_RoundStarted(self, e: ev.RoundStarted) -> set[str]:

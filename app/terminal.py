@@ -45,3 +45,62 @@ def without_controls(text: str) -> str:
     """`text` with those characters removed: for output already laid out, where every one of them
     takes no cell (a full-screen UI measures them as zero-width), so removing them moves nothing."""
     return _UNSAFE.sub("", text)
+
+
+def c_source_safe(text: str) -> str:
+    """CUDA C++ source made terminal-safe without changing the program it compiles to (an exported
+    kernel.cu must be the kernel that was judged). terminal_safe's `\\x1b` is not that: in a string
+    literal it swallows a hex digit after it (`\\x1bA` is one escape), it turns U+009B into the byte
+    0x9b where the source had its UTF-8 bytes, and between tokens (a form feed is whitespace) a
+    backslash does not compile. So: inside a string or character literal each such character becomes
+    octal escapes of its UTF-8 bytes (three digits each, so nothing after one can extend it); between
+    tokens a form feed or vertical tab becomes a space; in comments the visible escape stays (a
+    comment means nothing to the program); a raw string literal is left as it is (no escape exists
+    in one), as is anything outside literals that would not compile either way."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        two = text[i : i + 2]
+        if two == "//" or two == "/*":
+            end = text.find("\n", i) if two == "//" else text.find("*/", i + 2)
+            end = n if end < 0 else end + (0 if two == "//" else 2)
+            out.append(terminal_safe(text[i:end]))
+            i = end
+        elif ch == '"' and _raw_prefix(text, i):  # R"delim( ... )delim": no escapes inside
+            opening = text.find("(", i)
+            closing = text.find(")" + text[i + 1 : opening] + '"', opening) if opening >= 0 else -1
+            end = n if closing < 0 else closing + opening - i + 1
+            out.append(text[i:end])
+            i = end
+        elif ch == '"' or (ch == "'" and not (i and text[i - 1].isdigit())):  # (1'000: a digit separator)
+            j = i + 1
+            while j < n and text[j] != ch and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            end = min(n, j + 1)
+            out.append("".join(_octal(c) if _UNSAFE.fullmatch(c) else c for c in text[i:end]))
+            i = end
+        elif _UNSAFE.fullmatch(ch):
+            out.append(" " if ch in "\f\v" else terminal_safe(ch))
+            i += 1
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def _octal(ch: str) -> str:
+    return "".join(f"\\{byte:03o}" for byte in ch.encode("utf-8", "surrogatepass"))
+
+
+def _raw_prefix(text: str, i: int) -> bool:
+    """Whether the quote at `i` opens a raw string literal: R, u8R, uR, UR or LR right before it."""
+    if i == 0 or text[i - 1] != "R":
+        return False
+    before = text[: i - 1]
+    for prefix in ("u8", "u", "U", "L", ""):
+        if before.endswith(prefix):
+            rest = before[: len(before) - len(prefix)]
+            if not rest or not (rest[-1].isalnum() or rest[-1] == "_"):
+                return True
+    return False

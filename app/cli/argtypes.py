@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
+
+from cuda_llm.engine.core.settings import Knob
 
 
 def _number(kind: type, text: str) -> float | int:
@@ -85,3 +88,80 @@ def age(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not an age such as 30d, 12h or 90m")
     return value * AGE_UNITS[unit]
+
+
+def knob_value(spec: Knob) -> Callable[[str], int | float]:
+    """A loop knob's value (engine/core/settings.py LOOP_KNOBS), its range checked as it is read:
+    `-N 0` is a usage error in the parser's pass, not a second later from the loop's settings."""
+
+    def read(text: str) -> int | float:
+        value = _number(spec.kind, text)
+        if spec.zero_is_never and value == 0:
+            return value
+        if spec.zero_is_never and value < 0:
+            raise argparse.ArgumentTypeError(f"{value:g} is negative (0 means never)")
+        problem = spec.problem(value)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    read.__name__ = spec.kind.__name__  # argparse names the type in its own messages
+    return read
+
+
+def model_spec(text: str) -> str:
+    """A model spec (ollama:MODEL, openai:MODEL, replay:SESSION, manual), checked as it is read; no
+    client library is imported for it (engine/llm/spec.py)."""
+    from cuda_llm.engine.core.errors import UserError
+    from cuda_llm.engine.llm.spec import check_spec
+
+    try:
+        check_spec(text)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def ollama_host(text: str) -> str:
+    """--host: an ollama server address, read as the ollama client reads it."""
+    from cuda_llm.engine.core.errors import UserError
+    from cuda_llm.engine.llm.addresses import ollama_address
+
+    try:
+        ollama_address(text.strip(), "--host")
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--host ")) from None
+    return text
+
+
+def base_url(text: str) -> str:
+    """--base-url: an OpenAI-compatible server's URL."""
+    from cuda_llm.engine.core.errors import UserError
+    from cuda_llm.engine.llm.addresses import check_base_url
+
+    try:
+        return check_base_url(text, "--base-url")
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--base-url ")) from None
+
+
+def gpu_list(text: str) -> str:
+    """--gpus: GPU indices ("0", "0,2"), or with --cluster a GPU model name ("H100"). Indices are
+    checked for form here; whether this machine has them, when the GPUs are opened. A word is a
+    model name, which only --cluster takes (checked with the other options)."""
+    words = [w.strip() for w in text.split(",")]
+    if not text.strip() or any(not w for w in words):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of GPUs such as 0 or 0,1")
+    numbers = [w for w in words if w.isdigit()]
+    if numbers and len(numbers) != len(words):
+        raise argparse.ArgumentTypeError(f"{text!r} mixes GPU numbers and names: use numbers such as 0,1")
+    if len(set(words)) != len(words):
+        raise argparse.ArgumentTypeError(f"{text!r} names a GPU twice")
+    return ",".join(words)
+
+
+def gpu_index(text: str) -> str:
+    """eval's --gpu: one device number."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a GPU number such as 0")
+    return text.strip()

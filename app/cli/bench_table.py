@@ -161,6 +161,7 @@ class Summary:
     overall: GeoMean
     correct: int  # tasks with a correct kernel
     tasks: int
+    compiled: int = 0  # tasks with a candidate that compiled and bound (what compile-only can say)
     gpu: str | None = None  # the GPU model of its rows (None: compile-only, or not recorded)
     fast_p: FastP | None = None  # over the rows of tasks imported from PyTorch modules
 
@@ -211,6 +212,7 @@ def summarize(rows: list[BenchRow], gpu: str | None = None) -> Summary:
         ),
         correct=sum(bool(r.is_correct) for r in rows),
         tasks=len(rows),
+        compiled=sum(r.compiled > 0 for r in rows),
         gpu=gpu,
         fast_p=fast_p(rows),
     )
@@ -440,7 +442,10 @@ def summary_lines(per_gpu: list[Summary]) -> list[str]:
 
 def _summary_lines(summary: Summary) -> list[str]:
     if not summary.validated:
-        return [f"No speedups: compile-only ({NOT_VALIDATED}); {summary.tasks} task(s) compiled and bound."]
+        return [
+            f"No speedups: compile-only ({NOT_VALIDATED}); a candidate compiled and bound on {summary.compiled} "
+            f"of {summary.tasks} task(s)."
+        ]
     out = []
     for g in (summary.improved, summary.overall):
         value = f"{g.value:.2f}x" if g.value else "-"

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuda_llm.app.cli.argtypes import arch
+from cuda_llm.app.cli.argtypes import arch, gpu_index
 from cuda_llm.app.cli.files import STDIN, FileArgumentError, NotTextError, read_text, shown
 from cuda_llm.app.cli.output import error, print_json, say_on_stderr, split_message
 from cuda_llm.app.cli.torch_compile_flag import add_torch_compile_flag, with_torch_compile
@@ -101,6 +101,8 @@ def _source(args: argparse.Namespace) -> Source:
 # Compiler processes for an eval that times its candidate: the candidate's compile and the
 # baseline's, at once (untimed or compile-only, one).
 EVAL_COMPILERS = 2
+# The device eval judges on when --gpu is not given (compile-only where there is none).
+DEFAULT_GPU = 0
 
 
 def _candidate(source: Source, judge):
@@ -244,7 +246,8 @@ async def _evaluate(args: argparse.Namespace) -> int:
         result = Judgement(Path(args.file).name if args.file != STDIN else "stdin", "format_error", str(exc))
     # Not a round's compiler pool (a process per core, or four per GPU): each process costs start-up.
     compilers = 1 if args.compile_only or args.no_profile else EVAL_COMPILERS
-    env = await open_environment(settings, args.arch, args.compile_only, args.gpu, compilers=compilers)
+    gpu = args.gpu if args.gpu is not None else DEFAULT_GPU
+    env = await open_environment(settings, args.arch, args.compile_only, gpu, compilers=compilers)
     if env.notice:
         say_on_stderr(env.notice)
     library = compiled = None
@@ -307,7 +310,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plan", help="the launch plan (JSON) for a .cu file")
     p.add_argument("--compile-only", action="store_true", help="compile and bind only; no GPU")
     p.add_argument("--arch", type=arch, help="compile for this arch when there is no GPU (default sm_90)")
-    p.add_argument("--gpu", default="0", help="CUDA device index (default 0)")
+    p.add_argument("--gpu", type=gpu_index, help=f"CUDA device index (default {DEFAULT_GPU})")
     p.add_argument("--no-profile", action="store_true", help="stop after validation")
     p.add_argument(
         "--counters",

@@ -5,6 +5,7 @@ output folders are made, or refused with the reason."""
 from __future__ import annotations
 
 import errno
+import stat
 import sys
 from pathlib import Path
 
@@ -42,6 +43,7 @@ def read_bytes(path: str | Path, what: str, max_bytes: int) -> bytes:
             p = Path(path)
             if p.is_dir():
                 raise FileArgumentError(f"{what} {name} is a folder, not a file")
+            _refuse_special(p, what, name)
             with p.open("rb") as f:
                 data = f.read(max_bytes + 1)
     except FileNotFoundError:
@@ -53,6 +55,22 @@ def read_bytes(path: str | Path, what: str, max_bytes: int) -> bytes:
     if len(data) > max_bytes:
         raise FileArgumentError(f"{what} {name} is larger than {max_bytes:,} bytes: that is not a {what}")
     return data
+
+
+def _refuse_special(path: Path, what: str, name: str) -> None:
+    """Only a regular file is read by its name: opening a named pipe waits for a writer that may never
+    come (the command would hang), and a device or socket is not a file anyone meant. Standard input
+    (`-`) is how a pipe is given."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # open() says what is wrong with it
+    if stat.S_ISREG(mode):
+        return
+    kind = "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+    raise FileArgumentError(
+        f"{what} {name} is {kind}, not a file: give a file, or - to read standard input (`... | cuda-llm ... -`)"
+    )
 
 
 def read_text(path: str | Path, what: str, max_bytes: int) -> str:
@@ -81,11 +99,12 @@ def output_folder(path: str | Path) -> Path:
 def write_text(path: Path, text: str) -> None:
     """Write a file for people to read (an export, a report, a table): every control and invisible
     format character in it is written as a visible escape (app/terminal.py), since `cat` of the
-    file is a screen. In C source an escape stays what it was: it is the same character in a string
-    literal and nothing in a comment; JSON escapes its own."""
-    from cuda_llm.app.terminal import terminal_safe
+    file is a screen. A .cu file is escaped as C source (c_source_safe), so that it still compiles
+    to the program it was; JSON escapes its own."""
+    from cuda_llm.app.terminal import c_source_safe, terminal_safe
 
+    safe = c_source_safe if path.suffix in (".cu", ".cuh") else terminal_safe
     try:
-        path.write_text(terminal_safe(text), encoding="utf-8")
+        path.write_text(safe(text), encoding="utf-8")
     except OSError as exc:
         raise FileArgumentError(f"cannot write {path}: {_why(exc)}") from None

@@ -1,6 +1,8 @@
 """Ctrl-C in the headless commands that run sessions (`run --headless`, `bench`, `replay`): the first
 press stops cleanly (requests in flight and their retries are cancelled at once, everything recorded
-stays, the session can be resumed), the second quits at once (KeyboardInterrupt: exit code 130)."""
+stays, the session can be resumed), the second quits at once (exit code 130): through `quit_now` where
+the caller has one (a headless run still says where it stopped and how to continue), else by
+KeyboardInterrupt."""
 
 from __future__ import annotations
 
@@ -16,9 +18,9 @@ FIRST_PRESS = (
 
 
 @contextmanager
-def ctrl_c_stops(stop: Callable[[], None]) -> Iterator[None]:
+def ctrl_c_stops(stop: Callable[[], None], quit_now: Callable[[], None] | None = None) -> Iterator[None]:
     """Within the running event loop: the first SIGINT calls `stop` (and says so on stderr), the
-    second raises KeyboardInterrupt."""
+    second calls `quit_now`, or raises KeyboardInterrupt without one."""
     loop = asyncio.get_running_loop()
     presses = 0
 
@@ -28,6 +30,8 @@ def ctrl_c_stops(stop: Callable[[], None]) -> Iterator[None]:
         if presses == 1:
             print(FIRST_PRESS, file=sys.stderr)
             stop()
+        elif quit_now is not None:
+            quit_now()
         else:
             raise KeyboardInterrupt
 

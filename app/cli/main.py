@@ -87,6 +87,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
         owner = _command_parser(parser, args)
         hints = "".join(_suggestion(word.split("=", 1)[0], owner.option_strings()) for word in extra[:1])
         owner.error(f"unrecognized arguments: {' '.join(extra)}{hints}")
+    from cuda_llm.app.cli.run_cmd import argument_problem
+
+    problem = argument_problem(args)
+    if problem is not None:
+        _command_parser(parser, args).error(problem)
     args.argv = list(argv)  # the command line as given, for the records that say how to reproduce a run
     return args
 
@@ -113,9 +118,12 @@ def quiet_broken_pipe() -> Iterator[None]:
 def dispatch(args: argparse.Namespace) -> int:
     from cuda_llm.app.cli.output import error, terminal_safe_output
     from cuda_llm.engine.core.errors import UserError
+    from cuda_llm.engine.llm.addresses import check_environment
 
     with quiet_broken_pipe(), terminal_safe_output():
         try:
+            if args.command != "doctor":  # doctor reports a bad variable among its checks
+                check_environment()
             code = int(args.func(args) or 0)
             sys.stdout.flush()
             return code

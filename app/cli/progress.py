@@ -62,8 +62,8 @@ class ProgressPrinter:
             verb = "resumed" if event.resumed else "started"
             s = event.settings
             self._line(
-                f"session {event.session_id} {verb}: {event.task} with {event.model} on {event.device} "
-                f"(N={s.candidates}, D={s.rounds}, R={s.repairs})"
+                f"session {event.session_id} {verb}: {event.task} with {event.model}{_at(event.server)} "
+                f"on {event.device} (N={s.candidates}, D={s.rounds}, R={s.repairs})"
             )
         elif isinstance(event, ev.RoundStarted):
             what = f"repair {event.attempt}" if event.attempt else "asking"
@@ -121,3 +121,8 @@ class ProgressPrinter:
         elif isinstance(event, ev.SessionFinished):
             best = judgement_line(event.best) if event.best else "none"
             self._line(f"finished ({event.reason}); best {best}")
+
+
+def _at(server: str | None) -> str:
+    """Where the prompts go, in the session's first line (a resumed session's recorded server included)."""
+    return f" at {server}" if server else ""

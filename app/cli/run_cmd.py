@@ -13,9 +13,19 @@ import asyncio
 import sys
 from typing import Any
 
-from cuda_llm.app.cli.argtypes import arch, non_negative_float, non_negative_int, positive_float, positive_int
+from cuda_llm.app.cli.argtypes import (
+    arch,
+    base_url,
+    gpu_list,
+    knob_value,
+    model_spec,
+    non_negative_float,
+    ollama_host,
+    positive_float,
+    positive_int,
+)
 from cuda_llm.app.cli.output import error, print_json, say_on_stderr
-from cuda_llm.engine.core.settings import LOOP_KNOBS, Knob
+from cuda_llm.engine.core.settings import LOOP_KNOBS
 
 # engine/core/settings.py's COUNTERS_MODES, spelled here so that --help imports no engine module.
 COUNTERS_CHOICES = ("off", "best", "all")
@@ -28,10 +38,11 @@ EXIT_INTERRUPTED = 130
 def add_session_arguments(p: argparse.ArgumentParser) -> None:
     """The options `run`, `bench` and the TUI share."""
     g = p.add_argument_group("model")
-    g.add_argument("--model", help="ollama:MODEL, openai:MODEL or replay:SESSION")
-    g.add_argument("--host", help="ollama server (default: $OLLAMA_HOST or http://127.0.0.1:11434)")
+    g.add_argument("--model", type=model_spec, help="ollama:MODEL, openai:MODEL or replay:SESSION")
+    g.add_argument("--host", type=ollama_host, help="ollama server (default: $OLLAMA_HOST or http://127.0.0.1:11434)")
     g.add_argument(
         "--base-url",
+        type=base_url,
         help="OpenAI-compatible server (default: $OPENAI_BASE_URL); the key comes from $OPENAI_API_KEY only",
     )
     g.add_argument("--temperature", type=non_negative_float, help="sampling temperature (0 or more)")
@@ -39,9 +50,9 @@ def add_session_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--num-ctx", type=positive_int, help="ollama context window")
     g.add_argument("--max-tokens", type=positive_int, help="cut a reply after this many tokens")
     loop = p.add_argument_group("loop")
-    for knob in LOOP_KNOBS:  # N, D, R, K and the target, declared in engine/core/settings.py
-        names = [knob.flag, knob.short] if knob.short else [knob.flag]
-        loop.add_argument(*names, type=_knob_type(knob), help=knob.help_text())
+    for spec in LOOP_KNOBS:  # N, D, R, K and the target, declared in engine/core/settings.py: ranges too
+        names = [spec.flag, spec.short] if spec.short else [spec.flag]
+        loop.add_argument(*names, type=knob_value(spec), help=spec.help_text())
     loop.add_argument("--token-budget", type=positive_int, help="stop after this many tokens")
     loop.add_argument("--time-budget", type=positive_float, help="stop after this many seconds")
     dev = p.add_argument_group("device")
@@ -52,6 +63,7 @@ def add_session_arguments(p: argparse.ArgumentParser) -> None:
         "--gpu",
         dest="gpu",
         metavar="LIST",
+        type=gpu_list,
         help="GPUs to judge on, e.g. 0 or 0,1 (default: every GPU); with --cluster, a GPU model, e.g. H100",
     )
     dev.add_argument(
@@ -86,13 +98,6 @@ def loop_overrides(args: argparse.Namespace) -> dict[str, Any]:
         if getattr(args, knob.field, None) is not None:
             out[knob.field] = getattr(args, knob.field) or None
     return out
-
-
-def _knob_type(knob: Knob):
-    """A knob's argument type: 0 allowed (it means never) where it says so, plain numbers otherwise."""
-    if knob.zero_is_never:
-        return non_negative_int if knob.kind is int else non_negative_float
-    return knob.kind
 
 
 def loop_settings(args: argparse.Namespace):
@@ -148,16 +153,30 @@ async def run_headless(options, as_json: bool) -> int:
     if session.env.notice:
         say_on_stderr(session.env.notice)
     session.bus.subscribe(ProgressPrinter(sys.stderr))
-    interrupted = False
+    interrupted = quit_at_once = False
+    running = asyncio.ensure_future(session.run())
 
     def stop_on_ctrl_c() -> None:
         nonlocal interrupted
         interrupted = True
         control.stop()
 
+    def quit_on_ctrl_c() -> None:
+        # The second Ctrl-C: what is in flight (a compile, a timing) is abandoned, not waited for;
+        # the person is still told where the session stands and how to continue it.
+        nonlocal quit_at_once
+        quit_at_once = True
+        running.cancel()
+
     try:
-        with ctrl_c_stops(stop_on_ctrl_c):
-            result = await session.run()
+        with ctrl_c_stops(stop_on_ctrl_c, quit_on_ctrl_c):
+            result = await running
+    except asyncio.CancelledError:
+        if not quit_at_once:
+            raise
+        print(f"session {session.id}: stopped at once (Ctrl-C twice); what was judged is recorded")
+        print(continue_line(session.id, options.db, session.provider, options.cluster))
+        return EXIT_INTERRUPTED
     finally:
         await session.close()
     if as_json:
@@ -235,6 +254,24 @@ def resume_command(session_id: int, db: str | None, provider, cluster: str | Non
     if server:
         words += [spec_of(provider).backend.server_flag() or "--host", server]
     return shlex.join(words)
+
+
+def argument_problem(args: argparse.Namespace) -> str | None:
+    """What the options of `run`, `bench`, `replay` or the TUI contradict, found with the parser's
+    checks (before any work): GPU model names without a cluster, a task beside --resume."""
+    gpu = getattr(args, "gpu", None)
+    if gpu and gpu != "all" and not getattr(args, "cluster", None) and not all(w.isdigit() for w in gpu.split(",")):
+        return (
+            f"argument --gpus: {gpu!r} names a GPU model, which only --cluster takes; "
+            "on this machine name GPUs by number, e.g. 0 or 0,1"
+        )
+    task, resume = getattr(args, "task", None), getattr(args, "resume", None)
+    if task and resume is not None:
+        return (
+            f"--resume {resume} goes on with the session's own task: drop {task!r}, "
+            "or drop --resume to start a new session"
+        )
+    return None
 
 
 def missing_to_run(task: str | None, model: str | None, resume: int | None) -> str | None:

@@ -23,6 +23,10 @@ class GenerateOptions:
     timeout_s: float = 600.0
     # Time allowed for the connection and the first token (a cold model may load for a while).
     first_token_timeout_s: float = 180.0
+    # Once a reply streams, the longest silence between two of its pieces: a loaded server pauses
+    # seconds at most between tokens, and one that stalls mid-reply is given up on (and retried)
+    # in a minute rather than held to timeout_s.
+    idle_timeout_s: float = 60.0
     # Bytes one response body may bring, counted as received and again as decoded (a compressed body
     # is inflated piece by piece: engine/llm/bounded.py). A reply of max_tokens tokens is a
     # few hundred KB of text plus a hundred or so bytes of framing per streamed chunk: a few MB at
@@ -317,6 +321,9 @@ LOOP_KNOBS: tuple[Knob, ...] = (
         "stop when the best reaches this share of the achievable roofline (our probes' measured ceilings, "
         "not the physical limit; DEFAULT)",
         float,
+        # A share: above 1 (100%) only a suspect timing reaches, so the loop would never stop on it.
+        low=0,
+        high=1,
         zero_is_never=True,
     ),
 )

@@ -32,6 +32,7 @@ class SessionStarted(Event):
     settings: LoopSettings
     resumed: bool = False
     compile_only: bool = False  # no GPU: judged up to compiling (engine/gpu/protocol.py is_compile_only)
+    server: str | None = None  # where the prompts go (engine/llm/spec.py server_of); None: no server
     at: float = field(default_factory=_now)
 
 

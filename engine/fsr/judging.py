@@ -24,7 +24,8 @@ async def open_environment(
     compilers: int | None = None,
     progress: Progress | None = None,
 ) -> JudgeEnvironment:
-    """`gpus`: "0,1", a single index, or None for every visible GPU. `cluster`: the address of a Ray
+    """`gpus`: "0,1" as a person gave it (refused where there is no GPU), a caller's default index
+    (compile-only where there is none), or None for every visible GPU. `cluster`: the address of a Ray
     cluster whose GPUs judge instead of this machine's (then `gpus` names a GPU model). `compilers`:
     local compiler processes where the caller knows how many compiles it needs (None: enough for a
     round). The notice of the environment says what a user should know first (compile-only, an

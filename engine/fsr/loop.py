@@ -132,7 +132,14 @@ class FsrLoop:
         task = self.judge.task
         device = device_label(self.judge.device, self.judge.arch)
         started = ev.SessionStarted(
-            self.sid, task.name, self.provider.spec, device, self.settings, resumed, is_compile_only(self.judge.device)
+            self.sid,
+            task.name,
+            self.provider.spec,
+            device,
+            self.settings,
+            resumed,
+            is_compile_only(self.judge.device),
+            server_of(self.provider),
         )
         self.emit(started)
         # A cluster's GPUs lost, gone or back are said as it happens (engine/cluster/cluster_pool.py).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,6 +108,16 @@ def resume_server(record: SessionRecord, model: str, options: SessionOptions) ->
         )
     if recorded is None or not served:
         return options.host, options.base_url
+    unnamed = backend.unnamed_server()
+    key = backend.key_env if backend.key_env and os.environ.get(backend.key_env) else None
+    if asked is None and key and unnamed != recorded and not options.switch_server:
+        # Someone else's database names a server this run would not otherwise talk to, and the key
+        # of this environment would go with its prompts: only when the person names it.
+        raise UserError(
+            f"session {record.id} was recorded with the server {recorded}, not the {unnamed} this run would use; "
+            f"${key} would be sent there: add {flag} {recorded} to resume there, or --switch-server with "
+            f"{flag} to name another"
+        )
     if asked is not None and backend.recorded_server(asked) != recorded:
         if not options.switch_server:
             raise UserError(

@@ -15,6 +15,7 @@ from typing import Any
 
 from cuda_llm.engine.compile import nvrtc_library
 from cuda_llm.engine.compile.compiler_pool import CompilerPool
+from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.gpu.client import GpuUnavailable
 from cuda_llm.engine.gpu.gpu_pool import GpuPool, parse_gpu_list, visible_gpu_count
@@ -164,6 +165,10 @@ async def open_local_environment(
             counters = NcuCounters(settings.counters, settings.validation)
             joined = "; ".join(notices) or None
             return JudgeEnvironment(compiler, pool, devices[0], peaks, devices[0].arch, joined, counters)
+    if isinstance(gpus, str) and not compile_only:
+        # GPUs a person named (text from --gpus; a caller's default is an int): compiling only
+        # instead would quietly judge nothing of what was asked.
+        raise UserError(f"--gpus {gpus} asks for a GPU, but {reason}: drop it, or add --compile-only to compile only")
     chosen = arch or DEFAULT_ARCH
     notice = None if compile_only else f"{reason}: compile-only for {chosen}"
     return JudgeEnvironment(CompilerPool(settings.compile, workers=compilers), None, None, None, chosen, notice)

@@ -46,7 +46,8 @@ class Completion:
 
 ErrorKind = Literal[
     "unreachable",  # connection refused, DNS failure
-    "timeout",  # no first token, or no completion, in time
+    "timeout",  # no first token in time, or silence mid-reply (GenerateOptions.idle_timeout_s)
+    "too_slow",  # still streaming timeout_s after the first token: not retried
     "not_found",  # unknown model (HTTP 404)
     "auth",  # 401/403: missing or wrong key
     "rate_limited",  # 429

@@ -70,10 +70,18 @@ class Server:
                 f"no reply from {self.label} within {limit_s:g} s: the model may still be loading, "
                 "or the server is busy",
             )
+        # Not retried: the same server would be as slow again, and each try would hold the request
+        # for limit_s more (a server trickling a token a second held one for three tries of 600 s).
         return ModelError(
-            "timeout",
+            "too_slow",
             f"the reply from {self.label} was still streaming {limit_s:g} s after its first token: "
             "lower max_tokens or use a faster model",
+        )
+
+    def stalled(self, idle_s: float) -> ModelError:
+        return ModelError(
+            "timeout",
+            f"{self.label} sent nothing for {idle_s:g} s in the middle of a reply: the server may be overloaded",
         )
 
     def io_timeout(self) -> ModelError:

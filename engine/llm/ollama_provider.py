@@ -12,14 +12,11 @@ import os
 from collections.abc import Sequence
 from contextlib import aclosing
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
-import ollama
-from pydantic import ValidationError
 
-from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.core.settings import GenerateOptions
+from cuda_llm.engine.llm.addresses import ollama_url
 from cuda_llm.engine.llm.base import Completion, Message, ModelError, ModelProvider, RequestKey, TokenCallback
 from cuda_llm.engine.llm.bounded import (
     IDENTITY,
@@ -33,44 +30,19 @@ from cuda_llm.engine.llm.http_errors import Server, display_url, retry_after_sec
 from cuda_llm.engine.llm.spec import ModelBackend, ModelSpec, ReplayLoader
 from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
 
-DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
-OLLAMA_PORT = 11434
 # A LAN or loopback connection opens in milliseconds; a host that drops packets is reported
 # unreachable after this long instead of waiting out the first-token timeout (meant for loading).
 CONNECT_TIMEOUT_S = 10.0
 # Listing models is a quick metadata call; the start screen must not hang on a dead server.
 LIST_TIMEOUT_S = 10.0
-# What the client raises on a stream line it cannot parse: not JSON, JSON that is not an object
-# (AttributeError on .get), an object that is not a chat response.
-_MALFORMED: tuple[type[Exception], ...] = (json.JSONDecodeError, ValidationError, AttributeError, TypeError)
 
 
-def ollama_url(host: str | None) -> str:
-    """The server URL, read the way the ollama client and CLI read OLLAMA_HOST: "gpu-box" means
-    http://gpu-box:11434, "http://gpu-box" port 80, "https://gpu-box" port 443."""
-    raw = (host or os.environ.get("OLLAMA_HOST") or "").strip()
-    if not raw:
-        return DEFAULT_OLLAMA_URL
-    scheme, sep, rest = raw.partition("://")
-    default_port = OLLAMA_PORT
-    if not sep:
-        scheme, rest = "http", raw
-    elif scheme == "http":
-        default_port = 80
-    elif scheme == "https":
-        default_port = 443
-    else:
-        raise UserError(f"bad ollama host {raw!r}: use HOST[:PORT] or http(s)://HOST[:PORT]")
-    parts = urlsplit(f"{scheme}://{rest}")
-    try:
-        port = parts.port or default_port
-    except ValueError:
-        raise UserError(f"bad ollama host {raw!r}: the port must be a number") from None
-    name = parts.hostname or "127.0.0.1"
-    if ":" in name:
-        name = f"[{name}]"  # IPv6
-    path = parts.path.strip("/")
-    return f"{scheme}://{name}:{port}" + (f"/{path}" if path else "")
+def _malformed() -> tuple[type[Exception], ...]:
+    """What the client raises on a stream line it cannot parse: not JSON, JSON that is not an object
+    (AttributeError on .get), an object that is not a chat response."""
+    from pydantic import ValidationError
+
+    return (json.JSONDecodeError, ValidationError, AttributeError, TypeError)
 
 
 class _HttpStatusError(Exception):
@@ -110,6 +82,10 @@ class OllamaProvider(ModelBackend):
         return display_url(ollama_url(address))
 
     @classmethod
+    def unnamed_server(cls) -> str | None:
+        return display_url(ollama_url(None))
+
+    @classmethod
     def create(cls, spec: ModelSpec, server: str | None, load_replay: ReplayLoader | None) -> ModelProvider:
         return cls(spec.name, host=server)
 
@@ -126,6 +102,10 @@ class OllamaProvider(ModelBackend):
             # The client sends $OLLAMA_API_KEY as a bearer token; a server may quote it back.
             secret=os.environ.get("OLLAMA_API_KEY") or None,
         )
+        # Imported here, not with this module: the library reads OLLAMA_HOST when imported (checked
+        # first, engine/llm/addresses.py), and `--model` is checked before any client library loads.
+        import ollama
+
         self._client = ollama.AsyncClient(
             host=self.where,
             timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_S),
@@ -171,7 +151,7 @@ class OllamaProvider(ModelBackend):
                 options=_options(options),
                 think=None,
             )
-            async with aclosing(library_parts(stream, _MALFORMED)) as parts:
+            async with aclosing(library_parts(stream, _malformed())) as parts:
                 async for part in parts:
                     message = part.message
                     more = buffer.add(message.content, message.thinking) if message else buffer.add(None)
@@ -220,9 +200,12 @@ class OllamaProvider(ModelBackend):
         if isinstance(exc, TimeoutError):  # one of our deadlines
             if deadlines is None:
                 return server.timeout(True, LIST_TIMEOUT_S)
-            return server.timeout(deadlines.waiting_for_first_token, deadlines.limit_s())
+            return deadlines.expired(server)
         if isinstance(exc, _HttpStatusError):
             return server.http_status(exc.status, exc.text, self.model, exc.retry_after_s)
+        import ollama
+        from pydantic import ValidationError
+
         if isinstance(exc, ollama.ResponseError):
             if exc.status_code < 0:  # an {"error": ...} line inside a 200 stream
                 return server.stream_error(exc.error)

@@ -14,9 +14,7 @@ import os
 from collections.abc import Sequence
 from contextlib import aclosing
 from types import ModuleType
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from cuda_llm.engine.core.settings import GenerateOptions
 from cuda_llm.engine.llm.base import Completion, Message, ModelError, ModelProvider, RequestKey, TokenCallback
@@ -32,7 +30,12 @@ from cuda_llm.engine.llm.http_errors import Server, display_url, retry_after_sec
 from cuda_llm.engine.llm.spec import ModelBackend, ModelSpec, ReplayLoader
 from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
 
+if TYPE_CHECKING:
+    import openai
+
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+# Where the openai library sends requests when neither --base-url nor OPENAI_BASE_URL names a server.
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 # Local servers need no key, but the client refuses to start without one.
 PLACEHOLDER_KEY = "no-key-needed"
 # A LAN or loopback connection opens in milliseconds; a host that drops packets is reported
@@ -47,6 +50,8 @@ _MALFORMED: tuple[type[Exception], ...] = (json.JSONDecodeError, UnicodeDecodeEr
 
 def _http_library() -> ModuleType:
     """The HTTP library the openai client is built on: httpx2 from openai 3, httpx before."""
+    import openai
+
     return importlib.import_module(openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0])
 
 
@@ -60,9 +65,16 @@ class OpenAIProvider(ModelBackend):
     def create(cls, spec: ModelSpec, server: str | None, load_replay: ReplayLoader | None) -> ModelProvider:
         return cls(spec.name, base_url=server)
 
+    @classmethod
+    def unnamed_server(cls) -> str | None:
+        return display_url(os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_URL)
+
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = DEFAULT_KEY_ENV) -> None:
         self.model = model
         self.spec = f"openai:{model}"
+        # Imported here, not with this module (seconds): `--model` is checked before it loads.
+        import openai
+
         key = os.environ.get(api_key_env) or None
         self._client = openai.AsyncOpenAI(
             api_key=key or PLACEHOLDER_KEY,
@@ -158,6 +170,8 @@ class OpenAIProvider(ModelBackend):
             request["seed"] = options.seed
         if self._usage_supported is False:
             return await self._client.chat.completions.create(**request)
+        import openai
+
         try:
             stream = await self._client.chat.completions.create(**request, stream_options={"include_usage": True})
         except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
@@ -179,7 +193,28 @@ class OpenAIProvider(ModelBackend):
             error = self._failure(exc, None, connected=False)
             if error is None:
                 raise
+        if error.kind == "not_found" and (v1 := await self._answers_at_v1()) is not None:
+            # Every request of a session would be a 404 too, retried and left paused: said now instead.
+            raise ModelError(
+                "bad_request",
+                f"the OpenAI-compatible server at {self.where} answers at {v1}: use --base-url {v1} "
+                "(OpenAI-compatible base URLs end in /v1)",
+            )
         raise error
+
+    async def _answers_at_v1(self) -> str | None:
+        """The base URL with /v1 added, where the server lists its models there and not at the URL
+        given (vLLM, llama.cpp and ollama all serve under /v1); None otherwise."""
+        base = str(self._client.base_url).rstrip("/")
+        if base.endswith("/v1"):
+            return None
+        with_v1 = f"{base}/v1"
+        try:
+            async with asyncio.timeout(LIST_TIMEOUT_S):
+                await self._client.with_options(base_url=with_v1).models.list()
+        except Exception:  # not there either: the first answer stands
+            return None
+        return display_url(with_v1)
 
     async def close(self) -> None:
         await self._client.close()
@@ -199,7 +234,9 @@ class OpenAIProvider(ModelBackend):
         if isinstance(exc, TimeoutError):  # one of our deadlines
             if deadlines is None:
                 return server.timeout(True, LIST_TIMEOUT_S)
-            return server.timeout(deadlines.waiting_for_first_token, deadlines.limit_s())
+            return deadlines.expired(server)
+        import openai
+
         if isinstance(exc, openai.APITimeoutError):
             return server.io_timeout() if connected else server.unreachable(exc, connect_timeout=True)
         if isinstance(exc, openai.APIConnectionError):

@@ -35,7 +35,8 @@ async def check_model(provider: ModelProvider) -> None:
         names = await provider.list_models()
     except ModelError as exc:
         if exc.kind in FATAL:
-            if backend.key_env and not os.environ.get(backend.key_env):
+            # (A refusal that is not about the key, such as a redirect or a wrong base URL, says its own cause.)
+            if backend.key_env and not os.environ.get(backend.key_env) and exc.kind != "bad_request":
                 raise ModelError(exc.kind, f"{exc} ({backend.key_env} is not set)") from None
             raise
         return

@@ -28,7 +28,14 @@ class ReplayProvider(ModelBackend):
     def create(cls, spec: ModelSpec, server: str | None, load_replay: ReplayLoader | None) -> ModelProvider:
         if load_replay is None:
             raise UserError(f"model spec {str(spec)!r} replays a stored session, which needs the sessions database")
-        return cls(load_replay(spec.name), source=spec.name)
+        replies = load_replay(spec.name)
+        if not replies:
+            # A replay of nothing would be recorded as a session and paused at its first request.
+            raise UserError(
+                f"session {spec.name} has no recorded model replies: there is nothing to replay (`cuda-llm "
+                f"sessions` lists the sessions; `cuda-llm run --resume {spec.name}` continues it with its model)"
+            )
+        return cls(replies, source=spec.name)
 
     def __init__(
         self, replies: Mapping[RequestKey, str], source: str, chunk_delay_s: float = REPLAY_CHUNK_DELAY_S

@@ -63,6 +63,12 @@ class ModelBackend:
         return display_url(address)
 
     @classmethod
+    def unnamed_server(cls) -> str | None:
+        """The server this backend talks to when no option names one (an environment variable, or
+        its library's default), as recorded; None for a backend with no server."""
+        return None
+
+    @classmethod
     def origin(cls) -> str:
         """How the record labels its replies: "replay" for a recording played back, else "model"."""
         return "replay" if cls.replays else "model"
@@ -116,6 +122,16 @@ def parse_spec(text: str) -> ModelSpec:
     if not name:
         raise UserError(f"unknown model spec {text!r}: {spec_help()}")
     return ModelSpec(kind, name)
+
+
+def check_spec(text: str) -> None:
+    """UserError for a spec's text that parse_spec would refuse, as a command line's parser checks it:
+    a known kind followed by a name imports no backend (the common case costs nothing), anything
+    else is parsed in full (and its error lists the backends)."""
+    kind, _, name = text.strip().partition(":")
+    if kind.strip().lower() in BACKENDS and name.strip():
+        return
+    parse_spec(text)
 
 
 def person_writes(text: str | None) -> bool:

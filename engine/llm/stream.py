@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from cuda_llm.engine.core.settings import GenerateOptions
 from cuda_llm.engine.llm.base import Completion, TokenCallback
@@ -107,14 +107,15 @@ class ReplyBuffer:
 
 class Deadlines:
     """first_token_timeout_s from the start until generation begins (the first text or reasoning
-    token), then timeout_s from there to the last token (GenerateOptions' meaning). Raises
-    TimeoutError out of `watch()`."""
+    token), then timeout_s from there to the last token (GenerateOptions' meaning), and from then on
+    never more than idle_timeout_s between two pieces of the stream. Raises TimeoutError out of
+    `watch()`; `expired` says which limit it was."""
 
     def __init__(self, options: GenerateOptions, buffer: ReplyBuffer) -> None:
         self.options = options
         self.buffer = buffer
         self._timeout: asyncio.Timeout | None = None
-        self._extended = False
+        self._last_token: float | None = None  # (the loop's clock)
 
     @asynccontextmanager
     async def watch(self) -> AsyncIterator[Deadlines]:
@@ -123,16 +124,39 @@ class Deadlines:
             yield self
 
     def tick(self) -> None:
-        """Call after each delta: the first one moves the deadline to then + timeout_s."""
+        """Call after each piece of the stream: once generation has begun, the deadline is the
+        sooner of the whole reply's (first token + timeout_s) and the next piece's (now + idle)."""
         first = self.buffer.first_activity_s
-        if not self._extended and first is not None and self._timeout is not None:
-            self._timeout.reschedule(self.buffer.started + first + self.options.timeout_s)
-            self._extended = True
+        if first is None or self._timeout is None:
+            return
+        self._last_token = asyncio.get_running_loop().time()
+        self._timeout.reschedule(min(self._reply_deadline(first), self._last_token + self.options.idle_timeout_s))
+
+    def _reply_deadline(self, first: float) -> float:
+        return self.buffer.started + first + self.options.timeout_s
 
     @property
     def waiting_for_first_token(self) -> bool:
         return self.buffer.first_activity_s is None
 
+    @property
+    def stalled(self) -> bool:
+        """Whether the limit that ran out was the silence between two pieces, not the whole reply's."""
+        first = self.buffer.first_activity_s
+        if first is None or self._last_token is None:
+            return False
+        return self._last_token + self.options.idle_timeout_s < self._reply_deadline(first)
+
+    def expired(self, server: Any) -> Any:
+        """The ModelError (from engine/llm/http_errors.py's Server) for the limit that ran out."""
+        if self.waiting_for_first_token:
+            return server.timeout(True, self.options.first_token_timeout_s)
+        if self.stalled:
+            return server.stalled(self.options.idle_timeout_s)
+        return server.timeout(False, self.options.timeout_s)
+
     def limit_s(self) -> float:
         """The limit that ran out (for the message)."""
+        if self.stalled:
+            return self.options.idle_timeout_s
         return self.options.first_token_timeout_s if self.waiting_for_first_token else self.options.timeout_s

@@ -179,6 +179,13 @@ def _wrap(exc: sqlite3.Error, path: Path) -> StoreError:
             f"the session database {path} is damaged ({text}): `sqlite3 {path} .recover` saves what it "
             "holds; use --db to start another file"
         )
+    if "unable to open" in text and path.is_file() and not os.access(path, os.R_OK):
+        # Not readable at all: no command can use it (a read-only hint would send the person to the
+        # very command that just failed).
+        return StoreError(
+            f"cannot read the session database {path}: permission denied; fix its permissions "
+            f"(`ls -l {path}`), or give another file with --db"
+        )
     if "readonly" in text or "read-only" in text or ("unable to open" in text and _unwritable(path)):
         return StoreError(
             f"the session database {path} is read-only (read-only media, or a folder without write "

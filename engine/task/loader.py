@@ -248,7 +248,7 @@ def _pytorch(r: _Reader, folder: Path, buffers: tuple[BufferSpec, ...]) -> str |
     if unknown:
         raise r.fail("pytorch", f"unknown key(s) {sorted(unknown)}")
     module = r.get(t, "module", str, "pytorch.module")
-    if not (folder / module).is_file():
+    if not _inside(r, folder, module, "pytorch.module").is_file():
         raise r.fail("pytorch.module", f"{folder / module} is missing")
     roles = {b.name: b.role for b in buffers}
     named = [*r.get(t, "inputs", list, "pytorch.inputs"), *r.get(t, "parameters", dict, "pytorch.parameters", {})]
@@ -262,6 +262,20 @@ def _pytorch(r: _Reader, folder: Path, buffers: tuple[BufferSpec, ...]) -> str |
     return module
 
 
+def _inside(r: _Reader, folder: Path, name: str, field: str) -> Path:
+    """A file a task.toml names, confined to its folder: what it names goes into the prompt sent to
+    a model server, so an absolute path, a '..' or a link out of the folder (to a key file, say)
+    is refused whatever it points at."""
+    path = folder / name
+    try:
+        inside = path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError, ValueError):  # a link loop, a NUL in the name
+        inside = False
+    if not inside:
+        raise r.fail(field, f"{name!r} is outside the task folder {folder}: name a file in the folder")
+    return path
+
+
 def load_task(folder: Path | str, settings: ValidationSettings | None = None) -> Task:
     """Load `folder/task.toml` and its files; raise TaskFileError with one precise line."""
     folder = Path(folder)
@@ -273,6 +287,8 @@ def load_task(folder: Path | str, settings: ValidationSettings | None = None) ->
         raise TaskFileError(path, None, "no such file (a task folder holds task.toml)") from None
     except tomllib.TOMLDecodeError as exc:
         raise TaskFileError(path, None, f"not valid TOML: {exc}") from None
+    except RecursionError:  # arrays or tables nested thousands deep: the parser's stack ends first
+        raise TaskFileError(path, None, "not valid TOML: nested too deeply") from None
     except UnicodeDecodeError:
         raise TaskFileError(path, None, "not UTF-8 text") from None
     r = _Reader(path, data)
@@ -301,10 +317,10 @@ def load_task(folder: Path | str, settings: ValidationSettings | None = None) ->
     src_name = r.get(base, "source", str, "baseline.source", "baseline.cu")
     plan_name = r.get(base, "plan", str, "baseline.plan", "baseline.json")
     try:
-        baseline_source = (folder / src_name).read_text(encoding="utf-8")
+        baseline_source = _inside(r, folder, src_name, "baseline.source").read_text(encoding="utf-8")
     except OSError as exc:
         raise r.fail("baseline.source", f"cannot read {folder / src_name}: {exc.strerror}") from None
-    plan_path = folder / plan_name
+    plan_path = _inside(r, folder, plan_name, "baseline.plan")
     try:
         plan = parse_plan(json.loads(plan_path.read_text(encoding="utf-8")))
     except OSError as exc:

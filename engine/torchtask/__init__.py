@@ -10,4 +10,4 @@ PyTorch is an optional extra: nothing here imports it at module level, and only 
 reference of an imported task and the GPU worker's eager program ever load it.
 """
 
-INSTALL_HINT = 'pip install "cuda-llm[torch]"'
+INSTALL_HINT = 'pip install ".[torch]" in the cuda-llm checkout'

@@ -15,6 +15,7 @@ from session_driver import options, run_session
 
 from cuda_llm.app.cli.run_cmd import resume_command
 from cuda_llm.engine.core.errors import UserError
+from cuda_llm.engine.llm.base import RequestKey
 from cuda_llm.engine.llm.spec import parse_model_spec
 
 from .helpers import resume, resume_options
@@ -33,7 +34,8 @@ def recorded_server(db) -> str | None:
 
 @pytest.mark.fault(
     GROUP,
-    "resume of an OpenAI-compatible session while OPENAI_BASE_URL points at another server",
+    "resume of an OpenAI-compatible session while OPENAI_BASE_URL points at another server, OPENAI_API_KEY set",
+    "refused in one line naming the recorded server until --base-url names it (the key would go there); then "
     "the prompts and the key go to the recorded server only; the key is in no database byte",
 )
 async def test_an_openai_session_resumes_with_its_own_server(tmp_path, monkeypatch, observed):
@@ -49,11 +51,19 @@ async def test_an_openai_session_resumes_with_its_own_server(tmp_path, monkeypat
         assert recorded_server(db) == recorded.openai_url.rstrip("/")
         before = len(recorded.chat_requests)
         monkeypatch.setenv("OPENAI_BASE_URL", elsewhere.openai_url)  # what the environment says today
-        resumed, _ = await resume(db, rounds=2)
+        with pytest.raises(UserError) as refused:
+            await resume(db, rounds=2)
+        message = str(refused.value)
+        assert f"recorded with the server {recorded_server(db)}" in message and "$OPENAI_API_KEY" in message
+        assert len(recorded.chat_requests) == before and not elsewhere.chat_requests, "nothing sent anywhere"
+        resumed, _ = await resume(db, base_url=recorded.openai_url, rounds=2)  # named: consent
         assert resumed.status == "finished", resumed.reason
         assert len(recorded.chat_requests) > before and not elsewhere.chat_requests
     assert key.encode() not in b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("sessions"))
-    observed(f"round 2 sent to the recorded {recorded_server(db)}; 0 requests elsewhere; key absent from the DB")
+    observed(
+        f"refused until --base-url named it; round 2 sent to the recorded {recorded_server(db)}; 0 requests "
+        "elsewhere; key absent from the DB"
+    )
 
 
 @pytest.mark.fault(
@@ -99,9 +109,9 @@ def test_the_continue_line_names_the_database_and_the_server():
     assert line == "cuda-llm run --resume 12 --headless --db '/data/my sessions.db' --base-url http://gpu-box:8000/v1"
     ollama = parse_model_spec("ollama:qwen", host="10.0.0.5")
     assert resume_command(3, None, ollama) == "cuda-llm run --resume 3 --headless --host http://10.0.0.5:11434"
-    assert resume_command(3, None, parse_model_spec("replay:2", load_replay=lambda _: {})) == (
-        "cuda-llm run --resume 3 --headless"
-    )
+    assert resume_command(
+        3, None, parse_model_spec("replay:2", load_replay=lambda _: {RequestKey(1, 0, 0): "a reply"})
+    ) == ("cuda-llm run --resume 3 --headless")
 
 
 @pytest.mark.fault(

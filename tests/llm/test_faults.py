@@ -18,6 +18,8 @@ from .wire import FAST, FAST_RETRY, KEY, PROMPT, Wire
 # Stalls are shorter than the server's own stall, and the server's stall ends at teardown.
 STALL_S = 2.0
 TIGHT = dataclasses.replace(FAST, first_token_timeout_s=0.5, timeout_s=0.5)
+IDLE = dataclasses.replace(FAST, idle_timeout_s=0.5)
+TRICKLE = dataclasses.replace(FAST, timeout_s=1.0, idle_timeout_s=0.6)
 # A response cap small enough to test with a reply of a few MB (the default is 16 MiB).
 CAPPED = dataclasses.replace(FAST, max_response_bytes=1 << 20)
 
@@ -46,7 +48,11 @@ FAULTS = [
     Fault("500", Reply.server_error(500, "out of memory"), "server_error", "out of memory"),
     Fault("503", Reply.server_error(503, "loading"), "server_error", "check the server's log"),
     Fault("stall-first", Reply.stall_first(STALL_S), "timeout", "within 0.5 s", TIGHT),
-    Fault("stall-mid", Reply.stall_mid(STALL_S), "timeout", "lower max_tokens", TIGHT),
+    # Silence after the first token: given up on after idle_timeout_s (not the whole reply's limit), retried.
+    Fault("stall-mid", Reply.stall_mid(STALL_S), "timeout", "sent nothing for 0.5 s", IDLE),
+    # A token every 0.2 s, never silent for the idle limit: ended at the reply's limit and not retried (each
+    # try would take as long: three of 600 s held one request 30 minutes).
+    Fault("trickle", Reply.text(*["tok "] * 25, chunk_delay_s=0.2), "too_slow", "lower max_tokens", TRICKLE),
     Fault("cut", Reply.cut("partial ", "rest"), "cut_off", "connection closed mid-reply"),
     Fault("unfinished", Reply.unfinished("no end"), "cut_off", "stopped before it was done"),
     Fault("malformed", Reply.malformed(), "protocol", "right kind of server"),
@@ -282,6 +288,7 @@ def test_every_error_kind_but_one_is_played_by_a_fault() -> None:
     assert kinds == {
         "unreachable",
         "timeout",
+        "too_slow",
         "not_found",
         "auth",
         "rate_limited",

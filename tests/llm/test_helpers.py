@@ -39,9 +39,9 @@ def test_ollama_url_falls_back_to_the_environment_then_the_default(monkeypatch: 
     assert ollama_url(None) == "http://127.0.0.1:11434"
 
 
-@pytest.mark.parametrize("host", ["gpu-box:port", "ftp://gpu-box"])
+@pytest.mark.parametrize("host", ["gpu-box:port", "ftp://gpu-box", "gpu-box:70000", "::::", "[::1"])
 def test_a_bad_ollama_host_is_a_user_error(host: str) -> None:
-    with pytest.raises(UserError, match="bad ollama host"):
+    with pytest.raises(UserError, match=r"--host '.*' is not .*server address"):
         ollama_url(host)
 
 

@@ -51,7 +51,7 @@ def test_without_pytorch_the_import_says_how_to_get_it(tmp_path, capsys, monkeyp
     path = write(tmp_path, "m.py", GOOD)
     code, _out, err = cli(capsys, "tasks", "import", str(path), "--dir", str(tmp_path / "tasks"))
     assert code == 2
-    assert 'pip install "cuda-llm[torch]"' in one_line(err)
+    assert 'pip install ".[torch]" in the cuda-llm checkout' in one_line(err)
     assert nothing_created(tmp_path / "tasks")
 
 
