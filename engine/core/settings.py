@@ -126,6 +126,11 @@ class ValidationSettings:
     # (engine/gpu/device_state.py). False only for bench.judge_cost's measure of what this costs;
     # nothing a person runs turns it off.
     independent_runs: bool = True
+    # Cases run smallest first. After a failing case, the cases whose buffers take at most this many
+    # bytes still run (a millisecond each), so the report shows the failure's pattern across sizes;
+    # larger ones are not run: at the field's sizes (a 6 GB input) each costs seconds and none can
+    # change the verdict. The verdict says how many were not run.
+    after_failure_max_bytes: int = 64 * 2**20
 
 
 @dataclass(frozen=True)

@@ -242,7 +242,21 @@ class FsrLoop:
         )
         self.emit(ev.HistoryRestored(self.sid, restored, tuple(rounds), prompts, state.best, state.tokens))
 
+    def _baseline_notice(self, state: LoopState) -> None:
+        """Say so when the baseline already meets the roofline target: the session asks the model anyway."""
+        target = self.settings.target_roofline
+        fig = state.best.figures
+        if state.best.label == BASELINE_LABEL and target and fig and fig.roofline_share >= target:
+            self.emit(
+                ev.Notice(
+                    self.sid,
+                    f"the baseline already reaches {share_text(fig.roofline_pct)} (target {target:.0%}); "
+                    "the target is judged on the model's candidates, so the model is asked",
+                )
+            )
+
     async def _rounds(self, state: LoopState) -> str:
+        self._baseline_notice(state)
         if state.pending is not None and not self.judge.compile_only:
             await self._ask_again(state)
             if self.control.stopped:
@@ -264,8 +278,15 @@ class FsrLoop:
     def _stop_rule(self, state: LoopState) -> str | None:
         s = self.settings
         fig = state.best.figures
-        if s.target_roofline and fig and fig.roofline_share >= s.target_roofline and not fig.suspect:
-            return f"the best reached {share_text(fig.roofline_pct)} (target {s.target_roofline:.0%})"
+        # The target is judged on the model's candidates only: a baseline already near the roofline
+        # (PyTorch eager on an elementwise module reaches 90%) must not end a session that never asked
+        # the model (the line at the start says so: _baseline_notice).
+        model_best = state.best.label != BASELINE_LABEL
+        if s.target_roofline and fig and model_best and fig.roofline_share >= s.target_roofline and not fig.suspect:
+            return (
+                f"the best candidate, {state.best.label}, reached {share_text(fig.roofline_pct)} "
+                f"(target {s.target_roofline:.0%})"
+            )
         if s.patience and state.no_gain >= s.patience:
             return f"{state.no_gain} rounds without a new best"
         if s.token_budget and state.tokens >= s.token_budget:

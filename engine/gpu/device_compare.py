@@ -16,6 +16,7 @@ from functools import partial
 import numpy as np
 
 from cuda_llm.engine.gpu.compare import OutputComparison
+from cuda_llm.engine.gpu.device_cases import Sealable
 from cuda_llm.engine.gpu.driver import Context, DeviceBuffer, is_fatal
 from cuda_llm.engine.gpu.expected_vault import ExpectedVault
 from cuda_llm.engine.gpu.harness import Harness
@@ -27,7 +28,7 @@ def compare_on_device(
     harness: Harness,
     got: DeviceBuffer,
     spec: BufferSpec,
-    expected: np.ndarray,
+    expected: np.ndarray | Sealable,
     scale: np.ndarray | None,
     tol: Tolerance,
     rms: float,
@@ -38,7 +39,11 @@ def compare_on_device(
     rule (ReferenceCase.rms, computed once). With wrong elements the caller downloads `got` and
     describes the failure with compare_output(). `vault`: the worker's device copies of the expected
     values, mapped for this comparison only; without it (or when it cannot hold them) they are
-    uploaded."""
+    uploaded. `expected` may be Sealable (expected_vault.Sealed): values made on the device (an
+    imported task's), lent for this comparison and unmapped after it like the vault's."""
+    if not isinstance(expected, np.ndarray):
+        assert tol.scale != "custom", "an imported task's tolerance has no custom scale"
+        return _compare_sealed(ctx, harness, got, spec, expected, tol, rms, timeout_s)
     exp64 = np.ascontiguousarray(expected, dtype=np.float64).reshape(-1)
     uploaded: list[DeviceBuffer] = []
     give_back: list[Callable[[], None]] = []  # for each copy the vault lent
@@ -76,11 +81,39 @@ def compare_on_device(
             put_away()
         raise
     put_away()
+    return _judged(spec, int(exp64.size), result)
+
+
+def _compare_sealed(
+    ctx: Context,
+    harness: Harness,
+    got: DeviceBuffer,
+    spec: BufferSpec,
+    expected: Sealable,
+    tol: Tolerance,
+    rms: float,
+    timeout_s: float,
+) -> tuple[int, OutputComparison | None]:
+    # The candidate's kernels have finished before the expected values have an address.
+    ctx.wait(timeout_s)
+    exp_dev = expected.lend()
+    try:
+        result = harness.compare(got, spec.dtype, expected.count, exp_dev, None, tol, rms, timeout_s)
+        ctx.wait(timeout_s)  # read before the range loses its address
+    except BaseException as exc:
+        if not is_fatal(exc):
+            expected.give_back()
+        raise
+    expected.give_back()
+    return _judged(spec, expected.count, result)
+
+
+def _judged(spec: BufferSpec, count: int, result) -> tuple[int, OutputComparison | None]:
     if result.wrong:
         return result.wrong, None
     return 0, OutputComparison(
         output=spec.name,
-        checked=int(exp64.size),
+        checked=count,
         wrong=0,
         unwritten=0,
         worst_ratio=result.worst_ratio,

@@ -24,6 +24,7 @@ from cuda_llm.engine.task.model import SizeCase, Task
 from cuda_llm.engine.torchtask.runtime import bits_view
 
 if TYPE_CHECKING:
+    from cuda_llm.engine.gpu.device_cases import MadeCase
     from cuda_llm.engine.gpu.driver import Context, DeviceBuffer
 
 EAGER_NAME = "PyTorch eager"
@@ -174,6 +175,66 @@ class EagerProgram:
         # module's weights, built on the default one) must not be wiped after its new owner wrote it.
         self.torch.cuda.synchronize()
         self.torch.cuda.empty_cache()
+
+    def make_case(self, task: Task, case: SizeCase, seed: int, with_expected: bool = True) -> MadeCase:
+        """The case's inputs made on this GPU by get_inputs() and Model(), seeded from `seed` as the host
+        path seeds them (runtime.case_torch_seed), and with `with_expected` the module's float64 outputs
+        on them there, with each output's RMS (engine/gpu/device_cases.py keeps them). The tensors live
+        until the result's done(), which also wipes what PyTorch's allocator kept."""
+        from cuda_llm.engine.gpu.device_cases import MadeCase
+        from cuda_llm.engine.gpu.driver import DeviceBuffer
+        from cuda_llm.engine.torchtask.runtime import case_torch_seed
+
+        torch = self.torch
+        sizes = task.params(case)
+        device = f"cuda:{self.ctx.index}"
+        env = task.env(case)
+        held: list[Any] = []
+        try:
+            with torch.cuda.stream(self.stream):
+                made = self.module.make_inputs(sizes, case_torch_seed(seed), device)
+                inputs: dict[str, DeviceBuffer] = {}
+                for b in task.inputs:
+                    t = made[b.name]
+                    shape, dtype = tuple(t.shape), str(t.dtype).removeprefix("torch.")
+                    if (shape, dtype) != (tuple(b.shape_for(env)), b.dtype):
+                        raise LibraryError(
+                            f"{EAGER_NAME}: get_inputs() made {b.name!r} as {dtype}{list(shape)}, the task "
+                            f"declares {b.dtype}{list(b.shape_for(env))} at {case.label}"
+                        )
+                    held.append(t)
+                    inputs[b.name] = DeviceBuffer(int(t.data_ptr()), int(t.numel() * t.element_size()))
+                outputs: dict[str, tuple[DeviceBuffer, int]] = {}
+                rms: dict[str, float] = {}
+                if with_expected:
+                    expected = self.module.reference_tensors(made, sizes)
+                    for b in task.outputs:
+                        t = expected[b.name]
+                        if t.numel() != b.count_for(env):
+                            raise LibraryError(
+                                f"{EAGER_NAME}: forward's {b.name!r} has {t.numel()} elements, the task "
+                                f"declares {list(b.shape_for(env))} at {case.label}"
+                            )
+                        held.append(t)
+                        outputs[b.name] = (DeviceBuffer(int(t.data_ptr()), int(t.numel() * 8)), int(t.numel()))
+                        if task.tolerance.scale == "rms":
+                            # The norm over the root of the count: no temporary the output's size.
+                            n = t.numel()
+                            rms[b.name] = float(torch.linalg.vector_norm(t)) / n**0.5 if n else 0.0
+                    del expected
+                del made
+            torch.cuda.synchronize()  # made before the worker's own stream copies them
+        except BaseException:
+            held.clear()
+            self.scrub()
+            raise
+
+        def done() -> None:
+            self.ctx.synchronize()  # the worker's copies of the tensors have finished
+            held.clear()
+            self.scrub()
+
+        return MadeCase(inputs, outputs, rms, done)
 
     def binder(self, task: Task):
         """For validation: bind(case, device buffers) with the result written to the outputs."""

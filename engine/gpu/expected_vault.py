@@ -103,6 +103,30 @@ class UnmappedMemory:
             raise
         return held
 
+    def put_device(self, src: DeviceBuffer) -> _Range:
+        """A copy of device memory (values made on the GPU: an imported task's float64 reference), left
+        unmapped. The caller has waited for whatever wrote `src`."""
+        size = -(-max(src.nbytes, 1) // self.granularity) * self.granularity
+        memory = check(cu.cuMemCreate(size, self.prop, 0), "cuMemCreate")
+        try:
+            va = int(check(cu.cuMemAddressReserve(size, self.granularity, 0, 0), "cuMemAddressReserve"))
+        except BaseException:
+            cu.cuMemRelease(memory)
+            raise
+        held = _Range(memory, va, size, src.nbytes)
+        try:
+            self._map(held)
+            try:
+                check(cu.cuMemcpyDtoD(va, src.ptr, src.nbytes), "cuMemcpyDtoD")
+                # Device-to-device copies return before they are done: finished before the unmap.
+                check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+            finally:
+                self.unmap(held)
+        except BaseException:
+            self._release(held, quiet=True)
+            raise
+        return held
+
     def drop(self, handle: _Range) -> None:
         # Physical memory given back can come to the worker's own next allocation, unscrubbed.
         try:
@@ -208,3 +232,24 @@ class ExpectedVault:
 
     def _drop(self, key_id: int) -> None:
         self.memory.drop(self._held.pop(key_id).handle)
+
+
+class Sealed:
+    """Float64 values made on the device and kept there with no address between comparisons (an
+    imported task's reference, engine/gpu/device_cases.py): lent to one comparison at a time, then
+    unmapped; dropped (wiped) when their case goes."""
+
+    def __init__(self, memory: UnmappedMemory, src: DeviceBuffer, count: int) -> None:
+        self.memory = memory
+        self.handle = memory.put_device(src)
+        self.count = count
+        self.nbytes = src.nbytes
+
+    def lend(self) -> DeviceBuffer:
+        return self.memory.map(self.handle)
+
+    def give_back(self) -> None:
+        self.memory.unmap(self.handle)
+
+    def drop(self) -> None:
+        self.memory.drop(self.handle)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from cuda_llm.engine.core.settings import ProfileSettings, ValidationSettings
+from cuda_llm.engine.gpu.device_cases import DeviceCase, TaskCases
 from cuda_llm.engine.gpu.device_compare import compare_on_device
 from cuda_llm.engine.gpu.device_state import DeviceState, reset_for_run
 from cuda_llm.engine.gpu.driver import BUFFER_ALIGNMENT, Context, CudaError, DeviceBuffer, is_fatal
@@ -37,7 +38,7 @@ from cuda_llm.engine.gpu.levels import split_levels
 from cuda_llm.engine.gpu.library import LIBRARY_LABEL, BoundLibrary, Library, LibraryError
 from cuda_llm.engine.gpu.phases import PhaseClock
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Fault, ProfileReport, Timing
-from cuda_llm.engine.gpu.reference_cache import ReferenceCache
+from cuda_llm.engine.gpu.reference_cache import ReferenceCache, ReferenceCase
 from cuda_llm.engine.gpu.runner import ModuleFunctions, PlanError, PreparedPlan, prepare
 from cuda_llm.engine.gpu.stop_rule import placement_medians, should_stop, spread_within_placements
 from cuda_llm.engine.gpu.telemetry import Nvml
@@ -197,6 +198,7 @@ class Profiler:
         self._outputs: tuple[Any, ...] = ()
         self._tampering: tuple[str, ...] = ()  # this profile's culprits (see _trace)
         self._unexplained: str | None = None
+        self._cases: TaskCases | None = None  # the job's imported task's cases on the device, if any
 
     # ---- one sample ----------------------------------------------------------------------
     def _timed(self, entry: _Entry, flush: bool) -> float:
@@ -371,13 +373,31 @@ class Profiler:
             if time.monotonic() - start > wall_cap:
                 break
 
-    def _state_check(self, task: Task, entries: list[_Entry], inputs: dict[str, Any]) -> None:
+    def _state_check(self, task: Task, entries: list[_Entry]) -> None:
         """New input values in the very buffers that were timed; every program must still be right.
         Before that, while the masters still hold the timed values, every program's inputs are
         checked unchanged (trusted ones too: a candidate that wrote the baseline's inputs would
         change the yardstick), and a change is traced to the program that made it."""
         case = task.timing
-        ref = self.refs.get(task, case, case_seed(task, case, 0))
+        inputs = [b.name for b in task.inputs]
+        seed = case_seed(task, case, 0)
+        ref: ReferenceCase | DeviceCase
+        if self._cases is not None:
+            ref = self._cases.get(case, seed)
+            try:
+                self._check_all(task, entries, inputs, seed, ref)
+            except BaseException as exc:
+                if not is_fatal(exc):
+                    self._cases.release(ref)
+                raise
+            self._cases.release(ref)
+        else:
+            ref = self.refs.get(task, case, seed)
+            self._check_all(task, entries, inputs, seed, ref)
+
+    def _check_all(
+        self, task: Task, entries: list[_Entry], inputs: list[str], seed: int, ref: ReferenceCase | DeviceCase
+    ) -> None:
         timed = [e for e in entries if e.fault is None and e.placements]
         if self.vs.independent_runs:
             changed = self._changed_inputs(timed, inputs)
@@ -391,7 +411,11 @@ class Profiler:
                 if own:
                     e.state_check = f"the kernel changed input {own[0]!r} while being timed"
         # The new values go up once, into the masters (no program reads them any more).
-        self._fill_masters(task, case_seed(task, case, 0), ref.inputs)
+        if isinstance(ref, DeviceCase):
+            for name in inputs:
+                self.ctx.copy(self._masters[name], ref.masters[name])
+        else:
+            self._fill_masters(task, seed, ref.inputs)
         for e in timed:
             if e.trusted or e.state_check is not None:
                 continue
@@ -403,7 +427,7 @@ class Profiler:
                 exc.case = e.label  # type: ignore[attr-defined]  # the worker names the culprit
                 raise
 
-    def _changed_inputs(self, entries: list[_Entry], inputs: dict[str, Any]) -> dict[str, list[str]]:
+    def _changed_inputs(self, entries: list[_Entry], inputs: list[str]) -> dict[str, list[str]]:
         """{label: the inputs that differ from the masters on some placement} of `entries`."""
         changed: dict[str, list[str]] = {}
         for e in entries:
@@ -423,13 +447,13 @@ class Profiler:
                 changed[e.label] = names
         return changed
 
-    def _restore_inputs(self, entries: list[_Entry], inputs: dict[str, Any]) -> None:
+    def _restore_inputs(self, entries: list[_Entry], inputs: list[str]) -> None:
         for e in entries:
             for p in e.placements:
                 for name in inputs:
                     self.ctx.copy(p.bufs.device[name], self._masters[name])
 
-    def _trace(self, entries: list[_Entry], inputs: dict[str, Any], changed: dict[str, list[str]]) -> None:
+    def _trace(self, entries: list[_Entry], inputs: list[str], changed: dict[str, list[str]]) -> None:
         """Some inputs changed while the group was timed: run each untrusted program alone, on every
         placement, with every input put back first, and see whose run changes any. Those are the
         culprits (their state check says what they wrote); nobody else is blamed. Recorded for the
@@ -467,7 +491,16 @@ class Profiler:
 
     def _fill_masters(self, task: Task, seed: int, host_inputs: dict[str, Any]) -> None:
         """The timing size's inputs of `seed` into the masters: copied from the worker's device copy
-        (checked unchanged there) where it has one, else uploaded."""
+        (checked unchanged there) where it has one, else uploaded. An imported task's are made on the
+        device (self._cases), not kept after (the state check's case is the one kept)."""
+        if self._cases is not None:
+            made = self._cases.get(task.timing, seed, with_expected=False)
+            try:
+                for b in task.inputs:
+                    self.ctx.copy(self._masters[b.name], made.masters[b.name])
+            finally:
+                self._cases.release(made)
+            return
         resident = None
         if self.inputs is not None:
             key = (task.fingerprint, task.timing.label, seed)
@@ -484,7 +517,7 @@ class Profiler:
         p = e.first
         assert p is not None and p.prepared is not None and ref.expected is not None
         bufs = p.bufs
-        for name in ref.inputs:
+        for name in (b.name for b in task.inputs):
             self.ctx.copy(bufs.device[name], self._masters[name])
         for b in task.outputs:
             poison(self.ctx, bufs.device[b.name], b.dtype)
@@ -539,7 +572,7 @@ class Profiler:
         fits = int(self.ctx.free_memory() * self.s.placement_memory_share) // max(1, one * entries)
         return max(1, min(self.s.placements, fits))
 
-    def _set_up(self, task: Task, e: _Entry, timed_inputs: dict[str, Any], placements: int) -> None:
+    def _set_up(self, task: Task, e: _Entry, placements: int) -> None:
         """The entry's own buffers, `placements` copies of them, each filled from the masters on the
         device with the plan bound to it. A plan that cannot run here marks the entry faulty; a
         sticky CUDA error propagates."""
@@ -548,8 +581,8 @@ class Profiler:
             for _ in range(placements):
                 p = _Placement(BufferSet(self.ctx, task, case))
                 e.placements.append(p)
-                for name in timed_inputs:
-                    self.ctx.copy(p.bufs.device[name], self._masters[name])
+                for b in task.inputs:
+                    self.ctx.copy(p.bufs.device[b.name], self._masters[b.name])
                 if e.library is not None:
                     p.prepared = e.library.bind(task, case, p.bufs.device)
                     for b in task.outputs:
@@ -587,18 +620,25 @@ class Profiler:
         eager: Any = None,
         torch_compile: Any = None,
         states: dict[str, DeviceState] | None = None,
+        cases: TaskCases | None = None,
     ) -> ProfileReport:
         """Time (label, loaded module, bound plan, trusted) programs interleaved at the timing size,
         and the task's vendor-library program with them when `library` is given (checked against the
         reference afterwards like any untrusted program). `states`: each program's module variables
-        as loaded (engine/gpu/device_state.py), by label, put back before each of its runs."""
+        as loaded (engine/gpu/device_state.py), by label, put back before each of its runs. `cases`:
+        an imported task's cases made on the device (engine/gpu/device_cases.py), in place of the
+        host's."""
         start = time.monotonic()
         self._outputs = task.outputs
         self._tampering, self._unexplained = (), None
         phase = PhaseClock()
         case = task.timing
-        with phase("reference"):
-            timed_inputs = self.refs.get(task, case, case_seed(task, case, 0, "profile"), with_expected=False).inputs
+        self._cases = cases
+        timed_seed = case_seed(task, case, 0, "profile")
+        timed_inputs: dict[str, Any] = {}
+        if cases is None:
+            with phase("reference"):
+                timed_inputs = self.refs.get(task, case, timed_seed, with_expected=False).inputs
         busy = self.nvml.other_processes() if self.nvml else None
         entries = [
             _Entry(label, ModuleFunctions(self.ctx, module), plan, trusted, state=(states or {}).get(label))
@@ -617,13 +657,14 @@ class Profiler:
             entries.append(_Entry(TORCH_COMPILE_LABEL, None, None, trusted=True, library=torch_compile))
         # The inputs go up once; every program's own buffers are filled from them on the device.
         with phase("upload"):
-            self._masters = {name: self.ctx.alloc(host.nbytes) for name, host in timed_inputs.items()}
-            self._fill_masters(task, case_seed(task, case, 0, "profile"), timed_inputs)
+            env = task.env(case)
+            self._masters = {b.name: self.ctx.alloc(b.nbytes_for(env)) for b in task.inputs}
+            self._fill_masters(task, timed_seed, timed_inputs)
         try:
             with phase("set-up"):
                 placements = self._placement_count(task, len(entries))
                 for e in entries:
-                    self._set_up(task, e, timed_inputs, placements)
+                    self._set_up(task, e, placements)
             live = [e for e in entries if e.fault is None]
             with phase("warm-up"):
                 best = self._warm_up(live)
@@ -632,7 +673,7 @@ class Profiler:
             with phase("sample"):
                 self._sample(live)
             with phase("state check"):
-                self._state_check(task, live, timed_inputs)
+                self._state_check(task, live)
         except BaseException as exc:
             if is_fatal(exc):
                 entries = []  # the context is gone or busy with a hung kernel: free nothing

@@ -155,6 +155,7 @@ class ValidationReport:
     load_s: float = 0.0  # loading the module (cuModuleLoadData), in the worker
     phases_s: dict[str, float] = field(default_factory=dict)  # where elapsed_s went (engine/gpu/phases.py)
     ran_on: RanOn | None = None  # set by the pool that ran it (the worker does not know its node)
+    not_run: int = 0  # cases left out once one failed (ValidationSettings.after_failure_max_bytes)
 
     @property
     def passed(self) -> bool:

@@ -16,6 +16,7 @@ import numpy as np
 
 from cuda_llm.engine.core.settings import ValidationSettings
 from cuda_llm.engine.gpu.compare import HALF_POISON, INT_POISON, Mismatch, OutputComparison, compare_output
+from cuda_llm.engine.gpu.device_cases import DeviceCase, TaskCases
 from cuda_llm.engine.gpu.device_compare import compare_on_device
 from cuda_llm.engine.gpu.device_state import DeviceState, reset_for_run
 from cuda_llm.engine.gpu.driver import Context, DeviceBuffer, allocated_bytes, is_fatal
@@ -119,7 +120,7 @@ def run_case(
     task: Task,
     plan,
     case: SizeCase,
-    ref: ReferenceCase,
+    ref: ReferenceCase | DeviceCase,
     label: str,
     settings: ValidationSettings,
     phase: PhaseClock | None = None,
@@ -139,19 +140,23 @@ def run_case(
     the worker's device copies of the expected values (engine/gpu/expected_vault.py).
     `device_state`: the module's `__device__` variables as loaded, put back before the case's first
     run (with the slack around its buffers wiped), so no case sees what an earlier one left; the
-    second run sees what the first left, as a second call of the program would."""
+    second run sees what the first left, as a second call of the program would. `ref` may be a
+    DeviceCase (an imported task's, made on the device: engine/gpu/device_cases.py), whose masters
+    must be given and whose expected values are Sealed."""
     phase = phase or PhaseClock()
+    input_names = [b.name for b in task.inputs]
     with phase("allocate"):
         bufs = BufferSet(ctx, task, case)
     prepared = None
     clean_up = True
     try:
         with phase("upload"):
-            for name, host in ref.inputs.items():
+            for name in input_names:
                 if masters is not None:
                     ctx.copy(bufs.device[name], masters[name])
                 else:
-                    ctx.upload(bufs.device[name], host)
+                    assert isinstance(ref, ReferenceCase)  # a DeviceCase comes with its masters
+                    ctx.upload(bufs.device[name], ref.inputs[name])
         with phase("allocate"):
             if binder is not None:
                 prepared = binder(case, bufs.device)
@@ -160,7 +165,7 @@ def run_case(
                 prepared = prepare(
                     ctx, info, funcs, plan, task.env(case), task.params(case), bufs.device, task_bytes(task, case)
                 )
-            pristine = masters if masters is not None else {name: bufs.snapshot(name) for name in ref.inputs}
+            pristine = masters if masters is not None else {name: bufs.snapshot(name) for name in input_names}
         timeout = settings.launch_timeout_s
         first_run: dict[str, DeviceBuffer] = {}
         same: dict[str, bool] = {}
@@ -184,7 +189,7 @@ def run_case(
 
         problem = None
         with phase("device checks"):
-            for name in ref.inputs:
+            for name in input_names:
                 changed = harness.count_diff(bufs.device[name], pristine[name], timeout)
                 if changed:
                     problem = f"the kernel wrote to input {name!r} ({changed} bytes changed); inputs are read-only"
@@ -214,8 +219,10 @@ def run_case(
             with phase("download"):
                 first = bufs.download(b.name, timeout, snapshot=True)
                 second = first if same.get(b.name, True) else bufs.download(b.name, timeout)
+            with phase("download"):
+                on_host = host_reference(ctx, ref, b, first.shape, timeout)
             with phase("compare"):
-                comparison, why = judge_runs_on_host(b.name, ref, first, second, task, settings)
+                comparison, why = judge_runs_on_host(b.name, on_host, first, second, task, settings)
             comparisons.append(comparison)
             problem = problem or why
 
@@ -240,6 +247,24 @@ def run_case(
             if prepared is not None:
                 prepared.release(ctx)
             bufs.free()
+
+
+def host_reference(
+    ctx: Context, ref: ReferenceCase | DeviceCase, spec: BufferSpec, shape: tuple[int, ...], timeout_s: float
+) -> ReferenceCase:
+    """`ref` with output `spec`'s expected values on the host, to describe a failure element by element:
+    a DeviceCase's are brought down from the device (only a failing output's, only then)."""
+    if isinstance(ref, ReferenceCase):
+        return ref
+    sealed = ref.expected[spec.name]
+    values = np.empty(shape, dtype=np.float64)
+    buf = sealed.lend()
+    try:
+        ctx.download(buf, values, timeout_s)
+    finally:
+        sealed.give_back()
+    values.setflags(write=False)
+    return ReferenceCase({}, {spec.name: values}, None, {spec.name: ref.rms_of(spec.name)})
 
 
 def judge_runs_on_host(
@@ -281,7 +306,7 @@ def judge_runs_on_host(
     return result, None
 
 
-def summarize(task: Task, cases: list[CaseReport], skipped_timing: bool) -> str:
+def summarize(task: Task, cases: list[CaseReport], not_run: int = 0) -> str:
     failed = [c for c in cases if not c.passed]
     if not failed:
         worst = max((c.worst_ratio for c in cases), default=0.0)
@@ -294,8 +319,14 @@ def summarize(task: Task, cases: list[CaseReport], skipped_timing: bool) -> str:
         f"{first.wrong} of {first.checked} elements wrong"
         + (f" ({first.unwritten} never written)" if first.unwritten else "")
     )
-    tail = "; timing size not run" if skipped_timing else ""
+    tail = f"; {not_run} larger case{'s' if not_run != 1 else ''} not run" if not_run else ""
     return f"wrong in {len(failed)} of {len(cases)} cases; first: {first.label}: {what}{tail}"
+
+
+def case_order(task: Task) -> list[SizeCase]:
+    """The validation cases smallest first (by the bytes of their buffers; the task's order among equals),
+    so a kernel wrong anywhere is usually refused before a large case is ever made."""
+    return sorted(task.validation, key=task.buffer_bytes)
 
 
 def validate(
@@ -311,11 +342,13 @@ def validate(
     inputs: InputMasters | None = None,
     vault: ExpectedVault | None = None,
     device_state: DeviceState | None = None,
+    device_cases: TaskCases | None = None,
 ) -> ValidationReport:
     """Judge one loaded module. PlanError/CudaError/KernelTimeout propagate to the worker, which
     turns them into a verdict (and restarts itself after a sticky error or a hang). `inputs` and
     `vault`: the worker's device copies of the cases' inputs and expected values, reused by every
-    candidate."""
+    candidate. `device_cases`: an imported task's cases made on the device (engine/gpu/device_cases.py), in
+    place of `refs` and `inputs`: nothing of the case's size passes through host memory."""
     start = time.monotonic()
     phase = PhaseClock()
     funcs = ModuleFunctions(ctx, module) if binder is None else None
@@ -323,22 +356,29 @@ def validate(
     mismatches: list[Mismatch] = []
     patterns: list[str] = []
     resources: tuple[LaunchResources, ...] = ()
-    skipped_timing = False
-    for case in task.validation:
-        if case.is_timing and any(not c.passed for c in cases):
-            skipped_timing = True  # the large case costs seconds and cannot change the verdict
+    not_run = 0
+    for case in case_order(task):
+        if task.buffer_bytes(case) > settings.after_failure_max_bytes and any(not c.passed for c in cases):
+            not_run += case.seeds  # a large case costs seconds and cannot change the verdict
             continue
         for s in range(case.seeds):
             label = f"{case.label} seed {s}"
             seed = case_seed(task, case, s)
-            with phase("reference"):
-                ref = refs.get(task, case, seed)
+            made: DeviceCase | None = None
             try:
+                ref: ReferenceCase | DeviceCase
                 masters = None
-                if inputs is not None:
-                    with phase("upload"):
-                        key = (task.fingerprint, case.label, seed)
-                        masters = inputs.get(key, ref.inputs, harness, settings.launch_timeout_s)
+                if device_cases is not None:
+                    with phase("reference"):
+                        ref = made = device_cases.get(case, seed)
+                    masters = made.masters
+                else:
+                    with phase("reference"):
+                        ref = refs.get(task, case, seed)
+                    if inputs is not None:
+                        with phase("upload"):
+                            key = (task.fingerprint, case.label, seed)
+                            masters = inputs.get(key, ref.inputs, harness, settings.launch_timeout_s)
                 outcome = run_case(
                     ctx,
                     info,
@@ -358,7 +398,11 @@ def validate(
                 )
             except Exception as exc:
                 exc.case = label  # type: ignore[attr-defined]  # the worker names the case in its report
+                if made is not None and device_cases is not None and not is_fatal(exc):
+                    device_cases.release(made)
                 raise
+            if made is not None and device_cases is not None:
+                device_cases.release(made)
             cases.append(outcome.report)
             resources = outcome.resources
             if len(mismatches) < settings.mismatches_reported:
@@ -370,11 +414,12 @@ def validate(
     passed = all(c.passed for c in cases)
     return ValidationReport(
         verdict="correct" if passed else "wrong",
-        summary=summarize(task, cases, skipped_timing),
+        summary=summarize(task, cases, not_run),
         cases=tuple(cases),
         mismatches=tuple(mismatches),
         patterns=tuple(patterns),
         resources=resources,
         elapsed_s=time.monotonic() - start,
         phases_s=phase.totals,
+        not_run=not_run,
     )

@@ -115,6 +115,9 @@ class WorkerState:
         self.inputs = InputMasters(ctx, int(self.info.memory_bytes * INPUT_MASTERS_SHARE))
         # The expected values on the device too, in a context no candidate runs in (expected_vault.py).
         self.vault = ExpectedVault.open(ctx, int(self.info.memory_bytes * EXPECTED_VAULT_SHARE))
+        # An imported task's cases, made on the device and kept there (device_cases.py); they need the
+        # vault's unmapped memory to keep the expected values out of every kernel's reach.
+        self.device_cases = self._device_cases()
         self.nvml = Nvml.open(self.info.pci_bus_id, device_index)
         # The physical DRAM limit: NVML's maximum memory clock and bus width where NVML answers
         # (CUDA 13 deprecates the driver's memory-clock attribute), else the driver's figures.
@@ -126,6 +129,27 @@ class WorkerState:
         self._libraries: dict[str, Any] = {}
         self._eager: dict[str, Any] = {}
         self._profiler: Any = None  # the Profiler, made on first use (it imports more)
+
+    def _device_cases(self) -> Any:
+        from cuda_llm.engine.gpu.device_cases import DEVICE_CASES_SHARE, DeviceCases
+        from cuda_llm.engine.gpu.expected_vault import Sealed, UnmappedMemory
+
+        if self.vault is None or not isinstance(self.vault.memory, UnmappedMemory):
+            return None
+        memory = self.vault.memory
+        budget = int(self.info.memory_bytes * DEVICE_CASES_SHARE)
+        return DeviceCases(self.ctx, lambda src, count: Sealed(memory, src, count), budget)
+
+    def task_cases(self, task: Any) -> Any:
+        """An imported task's cases on the device (device_cases.TaskCases), or None: a task of the
+        library's, or a GPU without virtual memory management (the host path serves it)."""
+        from cuda_llm.engine.gpu.device_cases import TaskCases
+
+        if task.pytorch_module is None or self.device_cases is None:
+            return None
+        return TaskCases(
+            self.device_cases, self.eager(task), task, self.harness, self.settings.validation.launch_timeout_s
+        )
 
     def task(self, folder: str) -> Any:
         from cuda_llm.engine.task.loader import load_task
@@ -162,6 +186,8 @@ class WorkerState:
         key = f"{task.folder}|{task.fingerprint}"
         if key not in self._eager:
             self._eager.clear()  # one imported task at a time keeps its weights on the device
+            if self.device_cases is not None:
+                self.device_cases.clear()  # ...and its cases
             self._eager[key] = EagerProgram(self.ctx, task)
         return self._eager[key]
 
@@ -299,6 +325,7 @@ def handle_validate(state: WorkerState, req: Any):
             state.inputs,
             state.vault,
             device_state,
+            device_cases=state.task_cases(task),
         )
     except CubinError as exc:
         report = ValidationReport(verdict="launch_error", summary=f"the compiled module could not be read: {exc}")
@@ -346,7 +373,7 @@ def handle_profile(state: WorkerState, req: Any):
             states[p.label] = DeviceState.capture(state.ctx, module, p.cubin)
         library, name, note = state.library(task) if req.library else (None, None, None)
         compiled, compiled_note = state.torch_compiled(task) if req.torch_compile else (None, None)
-        report = state.profiler.profile(task, programs, library, eager, compiled, states)
+        report = state.profiler.profile(task, programs, library, eager, compiled, states, cases=state.task_cases(task))
         if req.library:
             report = dataclasses.replace(report, library_name=name, library_note=note)
         if compiled_note:

@@ -81,6 +81,17 @@ def to_numpy(torch: Any, tensor: Any) -> np.ndarray:
     return t.view(via).numpy().view(np.dtype(d.numpy))
 
 
+def torch_seed(rng: np.random.Generator) -> int:
+    """The torch seed of a case, drawn from the task's seeded generator (engine/task/reference.py)."""
+    return int(rng.integers(0, 2**62))
+
+
+def case_torch_seed(seed: int) -> int:
+    """torch_seed() of the generator the host path makes for a case's seed: the same torch seed
+    whether the case is made on the host or on the GPU."""
+    return torch_seed(np.random.default_rng(seed))
+
+
 def _torch_dtype(torch: Any, dtype: Any) -> Any:
     """The torch dtype a reference computes in, from the NumPy float type asked for."""
     d = dtype_of_numpy(np.dtype(dtype).name)
@@ -157,14 +168,49 @@ class ImportedModule:
         them, from one torch seed drawn from `rng` (so the task's seeds give different values)."""
         import torch
 
-        torch.manual_seed(int(rng.integers(0, 2**62)))
-        model = self.build(sizes)
-        inputs = self.module.get_inputs()
-        out = {name: to_numpy(torch, t) for name, t in zip(self.binding.inputs, inputs, strict=True)}
+        made = self.make_inputs(sizes, torch_seed(rng), "cpu")
+        return {name: to_numpy(torch, t) for name, t in made.items()}
+
+    def make_inputs(self, sizes: Mapping[str, int | float], seed: int, device: str) -> dict[str, Any]:
+        """The task's inputs as tensors on `device`: get_inputs() called under that device (its random
+        tensors are drawn there, with the file's own distributions) and the parameters as
+        Model(*get_init_inputs()) initialises them there, after torch.manual_seed(seed). On the CPU
+        these are generate()'s values; on a GPU its generator draws others, as reproducibly."""
+        import torch
+
+        torch.manual_seed(seed)
+        model = self.build(sizes, device)
+        with torch.device(device):
+            made = self.module.get_inputs()
+        out = {
+            name: torch.as_tensor(t).detach().to(device).contiguous()
+            for name, t in zip(self.binding.inputs, made, strict=True)
+        }
         state = self.state_of(model)
         for name, path in self.binding.parameters.items():
-            out[name] = to_numpy(torch, state[path])
+            out[name] = state[path].detach().contiguous()
         return out
+
+    def reference_tensors(self, inputs: Mapping[str, Any], sizes: Mapping[str, int | float]) -> dict[str, Any]:
+        """forward in float64 on the inputs' own device: each output as a contiguous float64 tensor
+        there. Nothing is copied to the host."""
+        import torch
+
+        device = next(iter(inputs.values())).device if inputs else torch.device("cpu")
+
+        def wide(t: Any) -> Any:
+            return t.to(torch.float64) if t.is_floating_point() else t
+
+        model = self.build(sizes, str(device)).to(torch.float64)
+        args = [wide(inputs[name]) for name in self.binding.inputs]
+        params = {path: wide(inputs[name]) for name, path in self.binding.parameters.items()}
+        outs = self.forward(model, sizes, args, params)
+        del args, params, model  # the float64 copies of the inputs go before the results are kept
+        # float64 whatever the output's dtype: the comparison reads the reference as float64, as it
+        # reads the host path's (engine/gpu/reference_cache.py).
+        return {
+            name: o.detach().to(torch.float64).contiguous() for name, o in zip(self.binding.outputs, outs, strict=True)
+        }
 
     @staticmethod
     def state_of(model: Any) -> dict[str, Any]:

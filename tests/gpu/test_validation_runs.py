@@ -130,7 +130,7 @@ def test_a_failure_is_reported_within_its_caps(gpu):
         "every element is wrong at n=3 seed 2",
         "the first 3 elements are wrong at n=1000 seed 0",
     ]
-    assert report.summary == "wrong in 15 of 15 cases; first: n=1 seed 0: 1 of 1 elements wrong; timing size not run"
+    assert report.summary == "wrong in 15 of 15 cases; first: n=1 seed 0: 1 of 1 elements wrong; 1 larger case not run"
 
 
 def in_process_worker(gpu, label: str, source: str | None = None):
