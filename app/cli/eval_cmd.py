@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -251,18 +252,24 @@ async def _evaluate(args: argparse.Namespace) -> int:
     if env.notice:
         say_on_stderr(env.notice)
     library = compiled = None
+    yardsticks_s: dict[str, float] = {}
     try:
         judge = env.judge(task, settings)
         if settings.profile.torch_compile and not args.no_profile:
             # Before the candidate is timed, so its figures carry 'x torch.compile' beside 'x eager'.
+            started = time.monotonic()
             compiled = await judge.torch_compile()
+            yardsticks_s["torch.compile"] = time.monotonic() - started
         if own_baseline:
             result = await judge.baseline_judgement()
         elif source is not None:
             cand = _candidate(source, judge)
             result = cand if isinstance(cand, Judgement) else await judge.judge(cand, profile=not args.no_profile)
         if not args.no_profile:
+            started = time.monotonic()
             library = await judge.library()
+            if library.timing is not None:
+                yardsticks_s["library"] = time.monotonic() - started
         if args.counters:
             result = await _read_counters(judge, result, own_baseline)
     except UserError as exc:
@@ -285,6 +292,8 @@ async def _evaluate(args: argparse.Namespace) -> int:
                 "arch": env.arch,
                 "compile_only": env.gpu is None,
                 "judgement": serialize.dump(result),
+                # Where the time went (Judgement.phases), and the yardsticks' own (library, torch.compile).
+                "phases_s": {**result.phases(), **yardsticks_s},
                 "library": library_record(library, result.timing.median_us if result.timing else None),
                 "torch_compile": torch_compile_record(compiled),
                 "notes": list(notes),
@@ -292,6 +301,10 @@ async def _evaluate(args: argparse.Namespace) -> int:
         )
     else:
         print(render(result, device, library, notes, compiled))
+        if phases := result.phases():
+            from cuda_llm.engine.judge.judgement import phases_text
+
+            print(f"took: {phases_text(phases)}")
     return 0 if result.status in ("correct", "compiled") else 1
 
 

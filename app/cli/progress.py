@@ -9,7 +9,7 @@ from typing import TextIO
 from cuda_llm.app.cli.output import split_message
 from cuda_llm.engine.core.status import TIMED
 from cuda_llm.engine.fsr import events as ev
-from cuda_llm.engine.judge.judgement import Judgement
+from cuda_llm.engine.judge.judgement import Judgement, phases_text
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, share_text, speedups_text
 
 
@@ -89,10 +89,14 @@ class ProgressPrinter:
             self._line(f"  {judgement_line(j)}")
             for w in j.warnings:
                 self._line(f"    note: {w}")
+            if phases := j.phases():
+                self._line(f"    took: {phases_text(phases)}")
         elif isinstance(event, ev.RoundProfiled):
             t = event.timing
             if t.baseline is not None:
-                self._line(f"  timed on {t.device}: baseline {t.baseline.median_us:.1f} us")
+                took = sum(sum(p.values()) for p in t.profile_phases_s)
+                spent = f" (timing took {took:.1f} s)" if took else ""
+                self._line(f"  timed on {t.device}: baseline {t.baseline.median_us:.1f} us{spent}")
         elif isinstance(event, ev.CountersRead):
             self._line(f"  {counters_line(event.judgement)}")
         elif isinstance(event, ev.AwaitingDecision):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cuda_llm.engine.core.errors import describe
 from cuda_llm.engine.gpu.library import BoundLibrary, LibraryError
 from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import SizeCase, Task
@@ -177,6 +178,23 @@ class EagerProgram:
         self.torch.cuda.empty_cache()
 
     def make_case(self, task: Task, case: SizeCase, seed: int, with_expected: bool = True) -> MadeCase:
+        """_make_case(); when PyTorch runs out of device memory, once more after the worker's idle
+        buffers (engine/gpu/arena.py) went back to the driver, then a LibraryError saying so."""
+        torch = self.torch
+        try:
+            return self._make_case(task, case, seed, with_expected)
+        except torch.cuda.OutOfMemoryError:
+            self.ctx.synchronize()
+            self.ctx.arena.release_idle()
+        try:
+            return self._make_case(task, case, seed, with_expected)
+        except torch.cuda.OutOfMemoryError as exc:
+            raise LibraryError(
+                f"the GPU has too little free memory to make case {case.label} of {task.name!r} and its "
+                f"float64 reference ({describe(exc)}); smaller sizes in task.toml, or a GPU with more memory"
+            ) from None
+
+    def _make_case(self, task: Task, case: SizeCase, seed: int, with_expected: bool = True) -> MadeCase:
         """The case's inputs made on this GPU by get_inputs() and Model(), seeded from `seed` as the host
         path seeds them (runtime.case_torch_seed), and with `with_expected` the module's float64 outputs
         on them there, with each output's RMS (engine/gpu/device_cases.py keeps them). The tensors live

@@ -26,6 +26,7 @@ from cuda_llm.engine.task.reference import case_seed
 from cuda_llm.engine.torchtask.runtime import to_numpy, to_torch
 
 if TYPE_CHECKING:
+    from cuda_llm.engine.gpu.device_cases import DeviceCase, TaskCases
     from cuda_llm.engine.gpu.driver import DeviceBuffer
     from cuda_llm.engine.gpu.eager import EagerProgram
     from cuda_llm.engine.gpu.library import BoundLibrary
@@ -64,9 +65,15 @@ class CompiledForward:
         return list(out) if isinstance(out, list | tuple) else [out]
 
 
-def compile_for(program: EagerProgram, task: Task, refs: ReferenceCache) -> str | None:
+def compile_for(
+    program: EagerProgram, task: Task, refs: ReferenceCache, cases: TaskCases | None = None, harness: Any = None
+) -> str | None:
     """Compile the task's module at its timing size, run it once on the reference's inputs there and
-    check the result; kept on `program` when right. None when ready, else the one line saying why not."""
+    check the result; kept on `program` when right. None when ready, else the one line saying why not.
+    With `cases` (and the worker's `harness`), the case is made, run and compared on the device
+    (engine/gpu/device_cases.py): nothing of the timing size comes to the host."""
+    if cases is not None:
+        return _compile_on_device(program, task, cases, harness)
     case = task.timing
     ref = refs.get(task, case, case_seed(task, case, 0))
     assert ref.expected is not None
@@ -83,6 +90,64 @@ def compile_for(program: EagerProgram, task: Task, refs: ReferenceCache) -> str 
             return (
                 f"torch.compile's result differs from the reference at {case.label}: "
                 f"{result.wrong} wrong element(s) of {b.name!r}"
+            )
+    program.compiled = compiled
+    return None
+
+
+def _compile_on_device(program: EagerProgram, task: Task, cases: TaskCases, harness: Any) -> str | None:
+    case = task.timing
+    made = cases.get(case, case_seed(task, case, 0))
+    try:
+        # Every tensor is local to the call: gone before the scrub wipes what PyTorch's cache kept.
+        return _check_compiled(program, task, made, harness, cases.timeout_s)
+    finally:
+        program.scrub()  # what the run left in PyTorch's cache (the answer) is wiped
+        cases.release(made)
+
+
+def _check_compiled(program: EagerProgram, task: Task, made: DeviceCase, harness: Any, timeout_s: float) -> str | None:
+    from cuda_llm.engine.gpu.device_compare import compare_on_device
+    from cuda_llm.engine.gpu.driver import DeviceBuffer
+    from cuda_llm.engine.gpu.eager import _DeviceArray
+
+    torch = program.torch
+    case = task.timing
+    env = task.env(case)
+    sizes = task.params(case)
+    binding = program.module.binding
+    device = torch.device("cuda", program.ctx.index)
+    specs = {b.name: b for b in task.inputs}
+
+    def tensor(name: str) -> Any:
+        # A copy: the masters are only to be read, and nothing says the module leaves its inputs be.
+        b = specs[name]
+        view = torch.as_tensor(_DeviceArray(made.masters[name].ptr, b.shape_for(env), b.dtype), device=device)
+        return view.clone()
+
+    try:
+        compiled = CompiledForward(torch, program.module, program.module.build(sizes, str(device)))
+        with torch.cuda.stream(program.stream):
+            args = [tensor(n) for n in binding.inputs]
+            params = {path: tensor(n) for n, path in binding.parameters.items()}
+            outs = compiled(sizes, args, params)
+            got = {name: o.detach().contiguous() for name, o in zip(binding.outputs, outs, strict=True)}
+        torch.cuda.synchronize()
+    except Exception as exc:
+        return f"torch.compile failed: {describe(exc)}"
+    for b in task.outputs:
+        t = got[b.name]
+        if str(t.dtype).removeprefix("torch.") != b.dtype or t.numel() != b.count_for(env):
+            return f"torch.compile's {b.name!r} is {t.dtype} of {t.numel()} elements, not the task's output"
+        buf = DeviceBuffer(int(t.data_ptr()), int(t.numel() * t.element_size()))
+        expected = made.expected[b.name]
+        wrong, _ = compare_on_device(
+            program.ctx, harness, buf, b, expected, None, task.tolerance, made.rms_of(b.name), timeout_s
+        )
+        if wrong:
+            return (
+                f"torch.compile's result differs from the reference at {case.label}: "
+                f"{wrong} wrong element(s) of {b.name!r}"
             )
     program.compiled = compiled
     return None

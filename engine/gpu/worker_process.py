@@ -411,7 +411,7 @@ def handle_torch_compile(state: WorkerState, req: Any):
         return Response(ok=True, result=f"torch.compile could not start: {describe(exc)}")
     if program.compiled is not None:
         return Response(ok=True, result=None)
-    return Response(ok=True, result=compile_for(program, task, state.refs))
+    return Response(ok=True, result=compile_for(program, task, state.refs, state.task_cases(task), state.harness))
 
 
 def handle_peaks(state: WorkerState, req: Any):

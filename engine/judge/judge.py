@@ -35,6 +35,7 @@ from cuda_llm.engine.judge.judgement import (
     Origin,
     RoundTiming,
     Status,
+    validation_phases,
 )
 from cuda_llm.engine.judge.metrics import (
     PHYSICAL_NAME,
@@ -209,6 +210,7 @@ class Judge:
             warnings=warnings,
             device=self.device.name if self.device else None,
             ran_on=report.ran_on,
+            phases_s=validation_phases(report),
         )
 
     # ---- stage 3: Performance Profiler -------------------------------------------------------
@@ -246,6 +248,7 @@ class Judge:
             message=describe_timing(fig),
             device=rt.device,
             ran_on=rt.ran_on or verdict.ran_on,
+            phases_s={**verdict.phases_s, "timing": sum(sum(p.values()) for p in rt.profile_phases_s)},
         )
 
     async def profile(
@@ -361,12 +364,13 @@ class Judge:
             where = ran_on.describe()  # on a cluster: the GPU and its node, wherever the group ended up
         else:
             where = outcome.device if worker is None else f"{outcome.device} #{worker}"
+        took = outcome.elapsed_s
         judged = [
-            self._with_timing(j, by_label.get(label), base_t, where, ran_on) for label, (_c, j) in pending.items()
+            self._with_timing(j, by_label.get(label), base_t, where, ran_on, took) for label, (_c, j) in pending.items()
         ]
         anchor_j = None
         if anchor is not None:
-            anchor_j = self._with_timing(anchor[1], by_label.get(anchor[1].label), base_t, where, ran_on)
+            anchor_j = self._with_timing(anchor[1], by_label.get(anchor[1].label), base_t, where, ran_on, took)
         anchors = {j.label: anchor_j.timing for j in judged if anchor_j is not None and anchor_j.timing is not None}
         judged.extend(crashed.values())
         return RoundTiming(
@@ -392,8 +396,16 @@ class Judge:
         return RoundTiming(first.device, first.baseline, judged, all_notes, anchors, first.anchor, phases, first.ran_on)
 
     def _with_timing(
-        self, j: Judgement, t: Timing | None, base_t: Timing | None, where: str, ran_on: RanOn | None = None
+        self,
+        j: Judgement,
+        t: Timing | None,
+        base_t: Timing | None,
+        where: str,
+        ran_on: RanOn | None = None,
+        took_s: float = 0.0,
     ) -> Judgement:
+        """`took_s`: the profiling job's seconds, its "timing" phase (shared with the programs timed beside it)."""
+        j = dataclasses.replace(j, phases_s={**j.phases_s, "timing": took_s})
         if t is None or t.fault is not None:
             msg = t.fault.message if t and t.fault else "no timing"
             return dataclasses.replace(

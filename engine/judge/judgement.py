@@ -15,6 +15,26 @@ from cuda_llm.engine.task.plan import BoundPlan, LaunchPlan
 
 Origin = Literal["model", "user", "baseline", "replay"]
 BASELINE_LABEL = "baseline"
+# A judgement's phases, in the order they run (Judgement.phases): "inputs" is copying a case's inputs
+# into place (or uploading them), "reference" making the cases (their inputs and float64 expected
+# values: on the GPU for an imported task), "validation" the rest of validating, "timing" the
+# profiling job the candidate was timed in (shared by the programs timed with it).
+PHASES = ("compile", "inputs", "reference", "validation", "timing", "counters")
+
+
+def validation_phases(report: ValidationReport) -> dict[str, float]:
+    """A worker's validation report's phases (engine/gpu/phases.py) in the judgement's words."""
+    reference = report.phases_s.get("reference", 0.0)
+    inputs = report.phases_s.get("upload", 0.0)
+    rest = max(0.0, report.elapsed_s - reference - inputs) + report.load_s
+    return {"inputs": inputs, "reference": reference, "validation": rest}
+
+
+def phases_text(phases: dict[str, float]) -> str:
+    """'compile 0.12 s, reference 2.1 s, validation 0.31 s, timing 1.9 s'."""
+    return ", ".join(
+        f"{name} {seconds:.2g} s" if seconds < 1 else f"{name} {seconds:.1f} s" for name, seconds in phases.items()
+    )
 
 
 @dataclass(frozen=True)
@@ -59,6 +79,19 @@ class Judgement:
     counters: CountersReport | None = None
     # The label whose verdict this candidate took, being the same program (engine/fsr/repeats.py).
     repeat_of: str | None = None
+    # Seconds its GPU stages took, by phase (validation_phases(), "timing"); phases() adds compile and
+    # counters from their own reports.
+    phases_s: dict[str, float] = field(default_factory=dict)
+
+    def phases(self) -> dict[str, float]:
+        """Where the time went, in PHASES' order: compile, inputs, reference, validation, timing,
+        counters (those it went through)."""
+        known = dict(self.phases_s)
+        if self.compile is not None:
+            known["compile"] = self.compile.elapsed_s
+        if self.counters is not None:
+            known["counters"] = self.counters.elapsed_s
+        return {name: known[name] for name in PHASES if name in known}
 
     @property
     def failed(self) -> bool:

@@ -56,3 +56,26 @@ def test_each_seed_makes_other_values(conv):
     for name in a:
         assert torch.equal(a[name], again[name]), f"{name}: the same seed, the same values"
         assert not torch.equal(a[name], b[name]), f"{name}: another seed, other values"
+
+
+async def test_the_gpu_cheat_tests_kernels_compile_and_bind(tmp_path):
+    """tests/torchtask/test_gpu_cheats.py's kernels, compiled and bound to elementwise_gelu without a GPU:
+    on the GPU they must fail for what they do, never for how they are written."""
+    from cuda_llm.engine.core.settings import Settings
+    from cuda_llm.engine.fsr.judging import open_environment
+    from cuda_llm.engine.judge.judgement import Candidate
+    from cuda_llm.engine.task.loader import load_task
+    from cuda_llm.engine.task.plan import parse_plan
+    from cuda_llm.engine.torchtask.importer import import_module
+
+    from .test_gpu_cheats import CACHES_AFTER, PLAN, WRITES_NOTHING
+
+    task = load_task(import_module(EXAMPLES / "elementwise_gelu.py", tmp_path).folder)
+    env = await open_environment(Settings(), "sm_90", compile_only=True, compilers=1)
+    try:
+        judge = env.judge(task, Settings())
+        for label, source in (("nothing", WRITES_NOTHING), ("caches", CACHES_AFTER.replace("THRESHOLD", "26"))):
+            j = await judge.judge(Candidate(label, source, parse_plan(PLAN), origin="user"))
+            assert j.status == "compiled", (label, j.message)
+    finally:
+        await env.close()
