@@ -39,6 +39,11 @@ Key = tuple[str, str, int, bool]  # (task fingerprint, case label, seed, with th
 # (a case being made, the candidates' buffers, the timing's placements).
 DEVICE_CASES_SHARE = 0.35
 
+# ...and only while twice a case's size stays free beside it: making another case of its size takes
+# about that much at its peak (PyTorch's tensors, then the copies kept), and a candidate's buffers fit
+# in what that leaves.
+KEEP_ROOM = 2
+
 
 class Sealable(Protocol):
     """Float64 values made on the device, kept with no address between comparisons (expected_vault.Sealed)."""
@@ -94,10 +99,20 @@ class DeviceCase:
 class DeviceCases:
     """Cases made on the device, kept within `budget_bytes` in the order first made."""
 
-    def __init__(self, dev: DeviceLike, seal: Callable[[DeviceBuffer, int], Sealable], budget_bytes: int) -> None:
+    def __init__(
+        self,
+        dev: DeviceLike,
+        seal: Callable[[DeviceBuffer, int], Sealable],
+        budget_bytes: int,
+        free_memory: Callable[[], int] | None = None,
+    ) -> None:
+        """`free_memory`: the device's free memory now (Context.free_memory); a case is kept only while
+        KEEP_ROOM of its own size stays free beside it (making the next one and running a candidate
+        on it need about that), so keeping never makes the next case fail for want of memory."""
         self.dev = dev
         self.seal = seal
         self.budget_bytes = budget_bytes
+        self.free_memory = free_memory
         self._kept: dict[Key, DeviceCase] = {}
         self.made = 0  # cases made (first use, again after a corruption, or not kept)
         self.corrupted = 0  # kept cases found changed since they were made
@@ -116,7 +131,9 @@ class DeviceCases:
             self.corrupted += 1
             self._drop(self._kept.pop(key))
         case = self._make(make)
-        if self.held_bytes + case.nbytes <= self.budget_bytes:
+        room = self.free_memory() if self.free_memory is not None else None
+        fits = room is None or room >= KEEP_ROOM * case.nbytes
+        if fits and self.held_bytes + case.nbytes <= self.budget_bytes:
             case.kept = True
             self._kept[key] = case
         return case

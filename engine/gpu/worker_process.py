@@ -138,7 +138,7 @@ class WorkerState:
             return None
         memory = self.vault.memory
         budget = int(self.info.memory_bytes * DEVICE_CASES_SHARE)
-        return DeviceCases(self.ctx, lambda src, count: Sealed(memory, src, count), budget)
+        return DeviceCases(self.ctx, lambda src, count: Sealed(memory, src, count), budget, self.ctx.free_memory)
 
     def task_cases(self, task: Any) -> Any:
         """An imported task's cases on the device (device_cases.TaskCases), or None: a task of the

@@ -104,3 +104,14 @@ def test_the_first_cases_made_stay_and_one_that_does_not_fit_goes_after_its_use(
     assert make.made == made
     kept.clear()
     assert a.masters == {} and b.masters == {} and kept.held_bytes == 0
+
+
+def test_a_case_is_not_kept_when_too_little_memory_would_stay_free_beside_it():
+    dev = FakeDevice()
+    make = Maker(dev)
+    free = {"bytes": 10**9}
+    kept = DeviceCases(dev, lambda src, count: FakeSealed(dev, src, count), 2**30, lambda: free["bytes"])  # type: ignore[arg-type,return-value]
+    a = kept.get(("t", "n=16", 0, True), make, dev, 1.0)
+    free["bytes"] = a.nbytes  # less than KEEP_ROOM cases of its size
+    b = kept.get(("t", "n=16", 1, True), make, dev, 1.0)
+    assert a.kept and not b.kept
