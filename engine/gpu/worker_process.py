@@ -136,9 +136,22 @@ class WorkerState:
 
         if self.vault is None or not isinstance(self.vault.memory, UnmappedMemory):
             return None
+        from cuda_llm.engine.gpu.driver import CudaError
+
         memory = self.vault.memory
         budget = int(self.info.memory_bytes * DEVICE_CASES_SHARE)
-        return DeviceCases(self.ctx, lambda src, count: Sealed(memory, src, count), budget, self.ctx.free_memory)
+        ctx = self.ctx
+
+        def seal(src: Any, count: int) -> Sealed:
+            try:
+                return Sealed(memory, src, count)
+            except CudaError as exc:
+                if exc.name != "CUDA_ERROR_OUT_OF_MEMORY":
+                    raise
+            ctx.arena.release_idle()  # the worker's idle buffers (engine/gpu/arena.py) go back first
+            return Sealed(memory, src, count)
+
+        return DeviceCases(ctx, seal, budget, ctx.free_memory)
 
     def task_cases(self, task: Any) -> Any:
         """An imported task's cases on the device (device_cases.TaskCases), or None: a task of the
