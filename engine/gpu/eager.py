@@ -215,7 +215,7 @@ class EagerProgram:
                 for b in task.inputs:
                     t = made[b.name]
                     shape, dtype = tuple(t.shape), str(t.dtype).removeprefix("torch.")
-                    if (shape, dtype) != (tuple(b.shape_for(env)), b.dtype):
+                    if (shape, dtype) != (tuple(b.shape_for(env)), DTYPES[b.dtype].torch):
                         raise LibraryError(
                             f"{EAGER_NAME}: get_inputs() made {b.name!r} as {dtype}{list(shape)}, the task "
                             f"declares {b.dtype}{list(b.shape_for(env))} at {case.label}"

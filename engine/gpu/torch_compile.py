@@ -21,6 +21,7 @@ import numpy as np
 
 from cuda_llm.engine.core.errors import describe
 from cuda_llm.engine.gpu.compare import compare_output
+from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import SizeCase, Task
 from cuda_llm.engine.task.reference import case_seed
 from cuda_llm.engine.torchtask.runtime import to_numpy, to_torch
@@ -137,7 +138,7 @@ def _check_compiled(program: EagerProgram, task: Task, made: DeviceCase, harness
         return f"torch.compile failed: {describe(exc)}"
     for b in task.outputs:
         t = got[b.name]
-        if str(t.dtype).removeprefix("torch.") != b.dtype or t.numel() != b.count_for(env):
+        if str(t.dtype).removeprefix("torch.") != DTYPES[b.dtype].torch or t.numel() != b.count_for(env):
             return f"torch.compile's {b.name!r} is {t.dtype} of {t.numel()} elements, not the task's output"
         buf = DeviceBuffer(int(t.data_ptr()), int(t.numel() * t.element_size()))
         expected = made.expected[b.name]
