@@ -64,6 +64,7 @@ def test_eval_compile_only_json_from_the_installed_package(tmp_path):
     assert report["compile_only"] and report["arch"] == "sm_90"
     assert report["judgement"]["status"] == "compiled" and report["judgement"]["compile"]["ok"]
     assert report["judgement"]["compile"]["kernels"][0]["name"] == "vector_add"
+    assert list(report["phases_s"]) == ["compile"] and report["phases_s"]["compile"] > 0, "where the time went"
 
 
 def test_eval_of_a_reply_with_a_compile_error_exits_1_and_names_the_line(tmp_path):
