@@ -207,8 +207,12 @@ class EagerProgram:
         sizes = task.params(case)
         device = f"cuda:{self.ctx.index}"
         env = task.env(case)
-        held: list[Any] = []
-        try:
+
+        def tensors() -> tuple[
+            list[Any], dict[str, DeviceBuffer], dict[str, tuple[DeviceBuffer, int]], dict[str, float]
+        ]:
+            # Every tensor is local here: when this raises, they go with its frame before the scrub.
+            held: list[Any] = []
             with torch.cuda.stream(self.stream):
                 made = self.module.make_inputs(sizes, case_torch_seed(seed), device)
                 inputs: dict[str, DeviceBuffer] = {}
@@ -239,13 +243,23 @@ class EagerProgram:
                             # The norm over the root of the count: no temporary the output's size.
                             n = t.numel()
                             rms[b.name] = float(torch.linalg.vector_norm(t)) / n**0.5 if n else 0.0
-                    del expected
-                del made
             torch.cuda.synchronize()  # made before the worker's own stream copies them
-        except BaseException:
-            held.clear()
-            self.scrub()
-            raise
+            return held, inputs, outputs, rms
+
+        out_of_memory = failure = None
+        try:
+            held, inputs, outputs, rms = tensors()
+        except torch.cuda.OutOfMemoryError as exc:
+            out_of_memory = describe(exc)
+        except LibraryError as exc:
+            failure = str(exc)
+        except Exception as exc:
+            failure = f"{EAGER_NAME} could not make case {case.label}: {describe(exc)}"
+        if out_of_memory is not None or failure is not None:
+            self.scrub()  # what the failed call made (a reference, perhaps) is wiped
+            if out_of_memory is not None:
+                raise torch.cuda.OutOfMemoryError(out_of_memory)
+            raise LibraryError(str(failure))
 
         def done() -> None:
             self.ctx.synchronize()  # the worker's copies of the tensors have finished

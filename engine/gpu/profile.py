@@ -491,8 +491,8 @@ class Profiler:
 
     def _fill_masters(self, task: Task, seed: int, host_inputs: dict[str, Any]) -> None:
         """The timing size's inputs of `seed` into the masters: copied from the worker's device copy
-        (checked unchanged there) where it has one, else uploaded. An imported task's are made on the
-        device (self._cases), not kept after (the state check's case is the one kept)."""
+        (checked unchanged there) where it has one, else uploaded. An imported task's come from its
+        cases on the device (self._cases: kept there while they fit, else made again)."""
         if self._cases is not None:
             made = self._cases.get(task.timing, seed, with_expected=False)
             try:
