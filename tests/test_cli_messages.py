@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import re
 import os
 import subprocess
 import sys
@@ -106,12 +107,14 @@ def test_dash_reads_a_reply_from_standard_input(capsys, monkeypatch):
     code, out, _ = cli(capsys, "eval", "vector_add", "-", "--compile-only", "--json")
     assert code == 0 and json.loads(out)["judgement"]["status"] == "compiled"
     assert json.loads(out)["judgement"]["label"] == "stdin"
+    assert list(json.loads(out)["phases_s"]) == ["compile"], "where the time went: here, compiling only"
 
 
 def test_dash_reads_cuda_source_from_standard_input_with_a_plan(capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((BASELINE / "baseline.cu").read_bytes())))
     code, out, _ = cli(capsys, "eval", "vector_add", "-", "--plan", str(BASELINE / "baseline.json"), "--compile-only")
     assert code == 0 and "verdict:  compiled" in out
+    assert re.search(r"^took: compile [0-9.]+ s$", out, re.M), out
 
 
 def test_standard_input_can_be_read_once(capsys):
