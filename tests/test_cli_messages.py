@@ -8,8 +8,8 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
