@@ -67,12 +67,16 @@ def test_a_kernel_that_leaves_its_output_to_stale_memory_is_refused_at_the_small
     print(f"refused in {report.elapsed_s:.2f} s: {report.summary}")
 
 
-def test_a_kernel_that_caches_its_result_across_runs_is_refused(gpu, imported):
+@pytest.mark.parametrize("after", ["two launches", "validation"])
+def test_a_kernel_that_caches_its_result_across_runs_is_refused(gpu, imported, after):
+    """Right for its first launches, then it returns at once, leaving whatever earlier runs left in the
+    output: refused by validation (its next case's outputs are poisoned first) or, when it was right for
+    all of validation's launches, by the check after timing (new inputs in the same buffers)."""
     task = gpu.task(str(imported[TASK]))
     validation_launches = 2 * sum(c.seeds for c in task.validation)  # each case runs twice
-    source = CACHES_AFTER.replace("THRESHOLD", str(validation_launches))
-    j = _judge(gpu, task, "caches_after_validation", source, profile=True)
-    assert j.validation is not None and j.validation.passed, j.message  # right while validated...
-    assert j.status == "wrong", j.message  # ...and refused after timing
-    assert j.timing is not None and j.timing.state_check, j.message
-    print(j.message)
+    threshold = 2 if after == "two launches" else validation_launches
+    j = _judge(gpu, task, f"caches_after_{threshold}", CACHES_AFTER.replace("THRESHOLD", str(threshold)), profile=True)
+    assert j.status == "wrong", j.message
+    if j.validation is not None and j.validation.passed:
+        assert j.timing is not None and j.timing.state_check, j.message
+    print(f"{after}: {j.message}")
