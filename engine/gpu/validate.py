@@ -155,7 +155,7 @@ def run_case(
                 if masters is not None:
                     ctx.copy(bufs.device[name], masters[name])
                 else:
-                    assert isinstance(ref, ReferenceCase)  # a DeviceCase comes with its masters
+                    assert not isinstance(ref, DeviceCase)  # a DeviceCase comes with its masters
                     ctx.upload(bufs.device[name], ref.inputs[name])
         with phase("allocate"):
             if binder is not None:
@@ -254,7 +254,7 @@ def host_reference(
 ) -> ReferenceCase:
     """`ref` with output `spec`'s expected values on the host, to describe a failure element by element:
     a DeviceCase's are brought down from the device (only a failing output's, only then)."""
-    if isinstance(ref, ReferenceCase):
+    if not isinstance(ref, DeviceCase):
         return ref
     sealed = ref.expected[spec.name]
     values = np.empty(shape, dtype=np.float64)
