@@ -29,7 +29,7 @@ from textual.containers import Container
 from textual.geometry import Size
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Input, Tab, Tabs
+from textual.widgets import Input, Log, Tab, Tabs
 from textual.worker import Worker, WorkerState
 
 from cuda_llm.app import drafts
@@ -67,7 +67,7 @@ from cuda_llm.app.widgets.footer import KeyFooter
 from cuda_llm.app.widgets.kernel import KernelPane, plan_json, source_of
 from cuda_llm.app.widgets.latency import LatencyPane
 from cuda_llm.app.widgets.prompt import PromptPane
-from cuda_llm.app.widgets.search import find_match, search_target
+from cuda_llm.app.widgets.search import end_search, find_match, search_target, searching
 from cuda_llm.app.widgets.status import StatusLine
 from cuda_llm.app.widgets.telemetry import TelemetryBar
 from cuda_llm.app.widgets.text import set_text
@@ -191,7 +191,7 @@ class RunScreen(Screen[None]):
         "maximize_pane": "the focused pane fills the screen; again: back",
         "next_pane": "focus the next pane",
         "previous_pane": "focus the previous pane",
-        "back": "back to the start screen (once the session has ended)",
+        "back": "end a search of the focused pane; else back to the start screen (once the session has ended)",
     }
     # What the focused pane adds, for the help screen.
     PANE_HELP: ClassVar[dict[str, list[tuple[str, str, str]]]] = {
@@ -403,7 +403,9 @@ class RunScreen(Screen[None]):
         event.input.display = False
         self._focus_pane(self.active_pane)
         if self.search_term:
-            self.action_search(1, from_top=True)
+            # Once the field has closed and the pane has its height back: a pane that follows its
+            # end scrolls there on a resize, which would take the match out of view again.
+            self.call_after_refresh(self.action_search, 1, True)
 
     def on_key(self, event: events.Key) -> None:
         field = self.query_one("#pane-search", Input)
@@ -1095,5 +1097,13 @@ class RunScreen(Screen[None]):
         self.notify(line, timeout=10, markup=False)
 
     def action_back(self) -> None:
+        """Esc: end a search of the focused pane (its matches unmarked, its end followed again);
+        else, once the session has ended, back to the start screen."""
+        target = search_target(self.panes[self.active_pane])
+        if isinstance(target, Log) and searching(target):
+            end_search(target, self.view.follow)
+            if self.view.follow:
+                target.scroll_end(animate=False)
+            return
         if not self.view.running:
             self.dismiss(None)

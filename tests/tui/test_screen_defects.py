@@ -45,3 +45,42 @@ async def test_quit_twice_in_the_editor_then_yes_twice_keeps_the_draft_and_quits
     assert app.return_code in (0, None), app.return_code
     kept = drafts.kept(str(tmp_path / "sessions.db"))
     assert len(kept) == 1 and "// mine" in kept[0].source
+
+
+def visible_lines(log) -> range:
+    top = round(log.scroll_y)
+    return range(top, top + log.scrollable_content_region.height)
+
+
+def highlighted(log, line: int, term: str) -> bool:
+    """Whether the shown row of `line` styles the term apart from the text around it."""
+    strip = log.render_line(line - round(log.scroll_y))
+    styles = {seg.style for seg in strip if term.lower() in seg.text.lower()}
+    plain = {seg.style for seg in strip if seg.text.strip() and term.lower() not in seg.text.lower()}
+    return bool(styles) and not styles & plain
+
+
+async def test_search_in_the_prompt_and_the_log_scrolls_to_the_match_and_highlights_it(tmp_path, llm_server):
+    llm_server.default = by_request({}, default=streamed("vadd_us40"))
+    # Four rounds in 20 rows: a log longer than its pane.
+    app = make_app(tmp_path, llm_server.url, candidates=1, rounds=4, auto_accept=True, **SETTINGS)
+    async with app.run_test(size=(100, 20)) as pilot:
+        await start(pilot, app)
+        await wait_for(pilot, lambda: not app.screen.view.running, "the end", 40)
+        for key, selector in (("1", "#prompt-log"), ("7", "#event-log")):
+            await pilot.press(key)
+            log = app.screen.query_one(selector)
+            await wait_for(pilot, lambda log=log: log.has_focus, f"{selector} focused")
+            log.scroll_end(animate=False, immediate=True)
+            await pilot.pause()
+            # A word of the first line: far above the end in a pane showing its end.
+            term = next(w for w in log.lines[0].split() if len(w) >= 4 and w.isalpha())
+            assert 0 not in visible_lines(log), (selector, log.line_count)
+            await pilot.press("slash", *term, "enter")
+            await wait_for(pilot, lambda log=log: 0 in visible_lines(log), f"{selector} scrolled to line 1")
+            await pilot.pause()  # the search field's closing re-lays the pane out: the match stays shown
+            assert 0 in visible_lines(log), (selector, log.scroll_y)
+            assert highlighted(log, 0, term), selector
+            await pilot.press("escape")  # the search ends: the pane follows its end again
+            await wait_for(pilot, lambda log=log: not log.highlight, f"{selector} unmarked")
+            assert log.auto_scroll and 0 not in visible_lines(log)
