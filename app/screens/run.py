@@ -156,10 +156,12 @@ class RunScreen(Screen[None]):
         Binding("f4", "edit", "Edit", priority=True),
         Binding("f5", "pause", "Pause", priority=True),
         Binding("f5", "resume", "Resume", priority=True),
+        Binding("f5", "cancel_pause", "Cancel pause", priority=True),
         Binding("f6", "auto_accept", "Auto-accept", show=False, priority=True),
         Binding("f7", "settings", "Model/N/D", show=False, priority=True),
         Binding("f8", "stop", "Stop", priority=True),
         Binding("f9", "follow", "Follow", priority=True),
+        Binding("f9", "unfollow", "Stop following", show=False, priority=True),
         # F10 quits, as in mc and htop: the footer's Quit where a text field takes the q.
         Binding("f10", "quit", "Quit", priority=True),
     ]

@@ -201,5 +201,17 @@ class KernelPane(Vertical):
         area = self.query_one("#kernel-source", TextArea)
         row = max(0, min(line - 1, area.document.line_count - 1))
         col = max(0, column - 1)
-        area.move_cursor((row, col), center=True)
+        area.move_cursor((row, col))
         area.focus()
+        # Scrolled once the pane is laid out: below 140x40 it was hidden until now, and a cursor
+        # brought into view by a pane of no width scrolled the line's first columns away.
+        self.call_after_refresh(self._show_line, area, row, col)
+
+    @staticmethod
+    def _show_line(area: TextArea, row: int, col: int) -> None:
+        """The line in the middle of the pane, from its first column unless the cursor lies beyond
+        the pane's width."""
+        width, height = area.scrollable_content_region.size
+        gutter = area.gutter_width
+        x = 0 if col + gutter < width - 1 else col + gutter - width // 2
+        area.scroll_to(x=x, y=max(0, row - height // 2), animate=False, immediate=True)

@@ -3,13 +3,13 @@ fails without its fix: the loopback model server, the real compiler, the fake GP
 
 from __future__ import annotations
 
-from textual.widgets import TextArea
+from textual.widgets import TextArea, Tree
 
 from cuda_llm.app import drafts
 from cuda_llm.app.screens.modals import ConfirmScreen, EditScreen
 from cuda_llm.app.screens.run import RunScreen
 from cuda_llm.app.screens.start import StartScreen
-from tui.helpers import by_request, make_app, streamed, wait_for
+from tui.helpers import broken, by_request, make_app, screen_text, stalled, streamed, wait_for
 
 SETTINGS = {"task": "vector_add", "model": "ollama:loop-model", "target_roofline": 0.0}
 
@@ -84,3 +84,63 @@ async def test_search_in_the_prompt_and_the_log_scrolls_to_the_match_and_highlig
             await pilot.press("escape")  # the search ends: the pane follows its end again
             await wait_for(pilot, lambda log=log: not log.highlight, f"{selector} unmarked")
             assert log.auto_scroll and 0 not in visible_lines(log)
+
+
+async def test_f5_takes_back_a_pause_request_and_f9_turns_follow_off(tmp_path, llm_server):
+    # The key table says F5 matches p and F9 matches f: each of the two states a letter toggles.
+    llm_server.default = by_request({}, default=stalled("vadd_us40", 30))
+    app = make_app(tmp_path, llm_server.url, candidates=1, rounds=2, **SETTINGS)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await start(pilot, app)
+        await wait_for(pilot, lambda: "r1-1" in app.screen.view.candidates, "the request streaming")
+        screen = app.screen
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: screen.control.paused, "the pause requested")
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: not screen.control.paused, "the pause taken back")
+        assert not screen.pause_requested and screen.view.state == "running"
+        await pilot.press("f9")
+        await wait_for(pilot, lambda: not screen.view.follow, "following off")
+        await pilot.press("f9")
+        await wait_for(pilot, lambda: screen.view.follow, "following again")
+        await pilot.press("s")
+        await wait_for(pilot, lambda: not screen.view.running, "the stop")
+
+
+async def test_a_filter_that_matches_nothing_says_so_and_esc_clears_it(tmp_path, llm_server):
+    llm_server.default = by_request({}, default=streamed("vadd_us40"))
+    app = make_app(tmp_path, llm_server.url, candidates=1, rounds=1, auto_accept=True, **SETTINGS)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await start(pilot, app)
+        await wait_for(pilot, lambda: not app.screen.view.running, "the end")
+        await pilot.press("6", "slash", *"zzz", "enter")
+        tree = app.screen.query_one("#candidates", Tree)
+        await wait_for(pilot, lambda: tree.has_focus and tree.filter_text == "zzz", "the filter applied")
+        said = "no candidate matches 'zzz'"
+        await wait_for(pilot, lambda: said in screen_text(app, "#candidates"), "why it is empty")
+        await pilot.press("escape")  # from the tree, where Enter left the focus
+        await wait_for(pilot, lambda: tree.filter_text == "", "the filter cleared")
+        await wait_for(pilot, lambda: "r1-1" in screen_text(app, "#candidates"), "the candidates again")
+        assert "no candidate matches" not in screen_text(app, "#candidates")
+        assert not app.screen.query_one("#candidate-filter").display
+        assert isinstance(app.screen, RunScreen)  # Esc took back the filter, not the screen
+
+
+async def test_a_jump_from_a_compiler_error_shows_the_line_from_its_first_column(tmp_path, llm_server):
+    llm_server.default = by_request({}, default=broken())
+    app = make_app(tmp_path, llm_server.url, candidates=1, rounds=1, repairs=0, **SETTINGS)
+    async with app.run_test(size=(100, 30)) as pilot:  # narrow: one pane at a time
+        await start(pilot, app)
+        await wait_for(pilot, lambda: not app.screen.view.running, "the end")
+        app.screen.view.set_focus("r1-1", by_person=True)
+        app.screen._refresh({"tree", "prompt", "kernel", "compiler", "validation", "status"})
+        await pilot.press("3")
+        options = app.screen.query_one("#compiler-pane OptionList")
+        await wait_for(pilot, lambda: options.has_focus and options.option_count > 0, "the diagnostics")
+        options.highlighted = 0
+        await pilot.press("enter")
+        area = app.screen.query_one("#kernel-source", TextArea)
+        await wait_for(pilot, lambda: area.has_focus and area.cursor_location[0] == 6, "the error's line")
+        await pilot.pause()
+        assert area.scroll_x == 0, area.scroll_x
+        assert area.cursor_location[0] in range(round(area.scroll_y), round(area.scroll_y) + area.size.height)
