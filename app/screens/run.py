@@ -354,7 +354,12 @@ class RunScreen(Screen[None]):
         if widget is None:
             widget = next((w for w in self.focus_chain if target in w.ancestors_with_self), None)
         if widget is not None and widget is not self.focused:
-            widget.focus()
+            # At once, not as widget.focus() does on the next idle: a key typed in the same burst
+            # as the digit (`2v`) is handled before that, and went to the pane left behind.
+            if widget.focusable:
+                self.set_focus(widget)
+            else:
+                widget.focus()
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         """A click (or the Tab key) moved the focus: the pane it is in becomes the active one."""

@@ -3,6 +3,7 @@ fails without its fix: the loopback model server, the real compiler, the fake GP
 
 from __future__ import annotations
 
+from textual import events
 from textual.widgets import TextArea, Tree
 
 from cuda_llm.app import drafts
@@ -112,7 +113,7 @@ async def test_a_filter_that_matches_nothing_says_so_and_esc_clears_it(tmp_path,
     app = make_app(tmp_path, llm_server.url, candidates=1, rounds=1, auto_accept=True, **SETTINGS)
     async with app.run_test(size=(100, 30)) as pilot:
         await start(pilot, app)
-        await wait_for(pilot, lambda: not app.screen.view.running, "the end")
+        await wait_for(pilot, lambda: not app.screen.view.running, "the end", 60)
         await pilot.press("6", "slash", *"zzz", "enter")
         tree = app.screen.query_one("#candidates", Tree)
         await wait_for(pilot, lambda: tree.has_focus and tree.filter_text == "zzz", "the filter applied")
@@ -131,7 +132,7 @@ async def test_a_jump_from_a_compiler_error_shows_the_line_from_its_first_column
     app = make_app(tmp_path, llm_server.url, candidates=1, rounds=1, repairs=0, **SETTINGS)
     async with app.run_test(size=(100, 30)) as pilot:  # narrow: one pane at a time
         await start(pilot, app)
-        await wait_for(pilot, lambda: not app.screen.view.running, "the end")
+        await wait_for(pilot, lambda: not app.screen.view.running, "the end", 60)
         app.screen.view.set_focus("r1-1", by_person=True)
         app.screen._refresh({"tree", "prompt", "kernel", "compiler", "validation", "status"})
         await pilot.press("3")
@@ -144,3 +145,21 @@ async def test_a_jump_from_a_compiler_error_shows_the_line_from_its_first_column
         await pilot.pause()
         assert area.scroll_x == 0, area.scroll_x
         assert area.cursor_location[0] in range(round(area.scroll_y), round(area.scroll_y) + area.size.height)
+
+
+async def test_two_keys_in_one_burst_both_act(tmp_path, llm_server):
+    # `2v` typed at once: the digit shows the kernel pane and v must reach it, not the pane left.
+    llm_server.default = by_request({}, default=streamed("vadd_us40"))
+    app = make_app(tmp_path, llm_server.url, candidates=1, rounds=1, auto_accept=True, **SETTINGS)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await start(pilot, app)
+        await wait_for(pilot, lambda: not app.screen.view.running, "the end", 60)
+        tabs = app.screen.query_one("#kernel-tabs")
+        assert tabs.active == "kernel-source-tab"
+        # One burst, as a terminal delivers it: both keys queued before either is handled.
+        app.post_message(events.Key("2", "2"))
+        app.post_message(events.Key("v", "v"))
+        plan = app.screen.query_one("#kernel-plan")
+        await wait_for(pilot, lambda: app.screen.focused is plan and tabs.active == "kernel-plan-tab", "the plan view")
+        await pilot.pause()  # every focus change queued has landed: the plan stays
+        assert app.screen.focused is plan and tabs.active == "kernel-plan-tab"
