@@ -301,8 +301,8 @@ class SessionView:
             c.reply = "(written in the editor)"
         if e.stage == "compiled" and j.status == "compiled":
             c.phase = "validating"  # compiled, on its way to the GPU
-        elif e.stage == "validated" and j.is_correct and not self.compile_only:
-            c.phase = "profiling"
+        elif e.stage == "validated" and j.is_correct and not self.compile_only and j.repeat_of is None:
+            c.phase = "profiling"  # (a repeat takes its first's verdict and is never timed)
         else:
             c.phase = "judged"
         if j.timing is not None:

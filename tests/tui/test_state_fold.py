@@ -88,3 +88,21 @@ def test_a_restored_history_gives_the_view_the_live_events_gave():
     assert shown(resumed) == shown(live)
     assert any("restored 2 recorded round(s)" in line for line in resumed.log)
     assert not any("accepted" in line for line in resumed.log), "past events are not logged again"
+
+
+def test_a_correct_repeat_is_judged_at_once_never_profiling():
+    # A repeat takes its first's verdict and is never timed: no RoundProfiled moves it on, so a
+    # "profiling" phase stayed on it (the prompt pane's title read "r2-2: round 2 (profiling)").
+    import dataclasses
+
+    repeat = dataclasses.replace(judged("r2-2", 40.0), repeat_of="r1-1", timing=None)
+    view = SessionView()
+    for event in (
+        ev.RoundStarted("1", 2, 0, (Message("user", "faster"),), 2),
+        ev.RequestStarted("1", "r2-2", 2, 0, 1),
+        ev.ReplyReceived("1", "r2-2", _completion("the same kernel")),
+        ev.CandidateJudged("1", "validated", repeat),
+    ):
+        view.apply(event)
+    c = view.candidates["r2-2"]
+    assert c.phase == "judged" and c.state == "correct", (c.phase, c.state)
