@@ -386,7 +386,9 @@ class SessionView:
         return {STATUS, LOG}
 
     def _on_SessionResumed(self, e: ev.SessionResumed) -> set[str]:
-        self.state, self.state_reason = "running", ""
+        # The model's last error is behind it: the person went on (after switching server with
+        # `m`, say). The log keeps it; the status line must not say it for the rest of the session.
+        self.state, self.state_reason, self.error = "running", "", ""
         self._say("resumed")
         return {STATUS, LOG}
 
