@@ -299,8 +299,8 @@ class SessionView:
         c.judgement = j
         if j.candidate is not None and j.candidate.origin == "user" and not c.reply:
             c.reply = "(written in the editor)"
-        if e.stage == "compiled" and j.status == "compiled":
-            c.phase = "validating"  # compiled, on its way to the GPU
+        if e.stage == "compiled" and j.status == "compiled" and not self.compile_only:
+            c.phase = "validating"  # compiled, on its way to the GPU (compile-only: the verdict)
         elif e.stage == "validated" and j.is_correct and not self.compile_only and j.repeat_of is None:
             c.phase = "profiling"  # (a repeat takes its first's verdict and is never timed)
         else:
