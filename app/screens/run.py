@@ -75,8 +75,7 @@ from cuda_llm.app.widgets.validation import ValidationPane
 from cuda_llm.engine.core.errors import describe
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller
-from cuda_llm.engine.fsr.loop import candidate_label
-from cuda_llm.engine.fsr.session import Session, open_session
+from cuda_llm.engine.fsr.session import Session, candidate_label, open_session
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL
 from cuda_llm.engine.llm.base import RequestKey
 from cuda_llm.engine.llm.manual_provider import ManualProvider
@@ -538,7 +537,7 @@ class RunScreen(Screen[None]):
                 await asyncio.wait_for(worker.wait(), max(grace_s, 1.0))
 
     def manual_provider(self) -> ManualProvider | None:
-        provider = self.session.loop.provider if self.session is not None else None
+        provider = self.session.model_in_use() if self.session is not None else None
         return provider if isinstance(provider, ManualProvider) else None
 
     def manual_waiting(self) -> list[str]:
@@ -565,7 +564,7 @@ class RunScreen(Screen[None]):
             self.pause_requested = False
         if isinstance(event, ev.Notice | ev.SessionResumed | ev.RoundStarted) and self.session is not None:
             # A model change is taken by the loop at a safe point; show the one in use.
-            provider = self.session.loop.provider
+            provider = self.session.model_in_use()
             if provider.spec != self.view.model:
                 self.view.model = provider.spec
                 self.server = server_of(provider) or ""
@@ -777,7 +776,7 @@ class RunScreen(Screen[None]):
             )
             return
         self.notify(f"reading {c.label}'s hardware counters (a few seconds)", timeout=3, markup=False)
-        self.run_worker(self.session.loop.read_counters_of(c.label), group="counters", exit_on_error=False)
+        self.run_worker(self.session.read_counters(c.label), group="counters", exit_on_error=False)
 
     # -- editing ------------------------------------------------------------------------------------
     def action_edit(self) -> None:
