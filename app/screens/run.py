@@ -135,6 +135,9 @@ class RunScreen(Screen[None]):
         Binding("n", "search(1)", "Next match", show=False, id="run.search_next"),
         Binding("N", "search(-1)", "Previous match", show=False, id="run.search_previous"),
         Binding("z", "maximize_pane", "Maximize pane", show=False, id="run.maximize"),
+        # vi's motions, as lazygit and k9s have them: down and up in the focused pane.
+        Binding("j", "motion(1)", "Down", show=False, id="run.down"),
+        Binding("k", "motion(-1)", "Up", show=False, id="run.up"),
         Binding("question_mark", "help", "Help", key_display="?", id="run.help"),
         Binding("q", "quit", "Quit", id="run.quit"),
         Binding("m", "settings", "Model/N/D", show=False, id="run.settings"),
@@ -190,6 +193,7 @@ class RunScreen(Screen[None]):
         "wrap": "wrap long lines in the focused pane on/off (prompt and log wrap by default)",
         "search": "the next (n) or previous (N) match of the search in the focused pane",
         "maximize_pane": "the focused pane fills the screen; again: back",
+        "motion": "down (j) or up (k) in the focused pane: its cursor, or its text by a line",
         "next_pane": "focus the next pane",
         "previous_pane": "focus the previous pane",
         "back": "end a search of the focused pane; else back to the start screen (once the session has ended)",
@@ -562,6 +566,8 @@ class RunScreen(Screen[None]):
         changed = self.view.apply(event)
         if isinstance(event, ev.SessionPaused | ev.SessionResumed):
             self.pause_requested = False
+        if isinstance(event, ev.AwaitingDecision):
+            self.app.bell()  # a decision waits: the terminal (or tmux) marks the window for a person elsewhere
         if isinstance(event, ev.Notice | ev.SessionResumed | ev.RoundStarted) and self.session is not None:
             # A model change is taken by the loop at a safe point; show the one in use.
             provider = self.session.model_in_use()
@@ -965,6 +971,19 @@ class RunScreen(Screen[None]):
             self.notify("this pane has nothing to wrap", timeout=2)
             return
         self.notify(f"wrap {'on' if toggle() else 'off'}", timeout=2)
+
+    def action_motion(self, step: int) -> None:
+        """j / k: the focused widget's cursor down or up (the tree, a list, a table, the kernel),
+        else its text scrolled by a line (the prompt, the log)."""
+        widget = self.focused
+        if widget is None:
+            return
+        names = ("action_cursor_down", "action_scroll_down") if step > 0 else ("action_cursor_up", "action_scroll_up")
+        for name in names:
+            action = getattr(widget, name, None)
+            if callable(action):
+                action()
+                return
 
     def action_maximize_pane(self) -> None:
         if self.maximized is not None:

@@ -163,3 +163,29 @@ async def test_two_keys_in_one_burst_both_act(tmp_path, llm_server):
         await wait_for(pilot, lambda: app.screen.focused is plan and tabs.active == "kernel-plan-tab", "the plan view")
         await pilot.pause()  # every focus change queued has landed: the plan stays
         assert app.screen.focused is plan and tabs.active == "kernel-plan-tab"
+
+
+async def test_j_and_k_move_in_the_pane_a_bell_says_a_decision_waits_and_ctrl_z_suspends(tmp_path, llm_server):
+    # What users of lazygit, k9s and btop reach for: vi's motions, a bell, Ctrl-Z.
+    llm_server.default = by_request({}, default=streamed("vadd_us40"))
+    app = make_app(tmp_path, llm_server.url, candidates=2, rounds=1, **SETTINGS)
+    bells: list[int] = []
+    suspended: list[int] = []
+    app.bell = lambda: bells.append(1)  # type: ignore[method-assign]
+    app.action_suspend_process = lambda: suspended.append(1)  # type: ignore[method-assign]
+    async with app.run_test(size=(100, 30)) as pilot:
+        await start(pilot, app)
+        await wait_for(pilot, lambda: app.screen.view.awaiting is not None, "the decision", 60)
+        assert bells, "the bell rang when the decision began to wait"
+        await pilot.press("6")
+        tree = app.screen.query_one("#candidates", Tree)
+        await wait_for(pilot, lambda: tree.has_focus, "the tree")
+        tree.cursor_line = 0
+        await pilot.press("j", "j")
+        await wait_for(pilot, lambda: tree.cursor_line == 2, "two lines down")
+        await pilot.press("k")
+        await wait_for(pilot, lambda: tree.cursor_line == 1, "one line up")
+        await pilot.press("ctrl+z")
+        await wait_for(pilot, lambda: suspended, "the suspend")
+        await pilot.press("a")
+        await wait_for(pilot, lambda: not app.screen.view.running, "the end", 60)
