@@ -33,6 +33,7 @@ from textual.widgets import Input, Log, Tab, Tabs
 from textual.worker import Worker, WorkerState
 
 from cuda_llm.app import drafts
+from cuda_llm.app.clipboard import osc52_blocked
 from cuda_llm.app.compare import Side
 from cuda_llm.app.drafts import Draft
 from cuda_llm.app.editing import EditRequest, edit_externally, editor_command, failure_text
@@ -1024,6 +1025,9 @@ class RunScreen(Screen[None]):
         self.app.copy_to_clipboard(text)
         what = "kernel and launch plan" if with_plan else "kernel"
         self.notify(f"copied {label}'s {what} ({len(text.splitlines())} lines) to the clipboard", timeout=3)
+        blocked = osc52_blocked()  # sent, but tmux may drop it: say why and what to do
+        if blocked is not None:
+            self.notify(blocked, severity="warning", timeout=10, markup=False)
 
     def action_save(self) -> None:
         label = self._shown_label()
