@@ -201,6 +201,12 @@ class StartScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         self._fit_columns(self.app.size.width)  # the terminal may have been resized under a session
+        self.reload_catalog()
+        # Back from a session: the lists, where the letter keys act (in a field they would type).
+        if self.query_one("#start-tabs", TabbedContent).active == "tab-sessions":
+            self.query_one("#sessions", DataTable).focus()
+        else:
+            self.query_one("#task-list", OptionList).focus()
         if self._crash_untold:
             self.tell_about_crash()
 
@@ -210,12 +216,6 @@ class StartScreen(Screen[None]):
         for note in list(self.app._notifications):
             if note.title == CRASH_TOAST:
                 self.app._unnotify(note)
-        self.reload_catalog()
-        # Back from a session: the lists, where the letter keys act (in a field they would type).
-        if self.query_one("#start-tabs", TabbedContent).active == "tab-sessions":
-            self.query_one("#sessions", DataTable).focus()
-        else:
-            self.query_one("#task-list", OptionList).focus()
 
     # ---- data --------------------------------------------------------------------------------
     def reload_catalog(self) -> None:
