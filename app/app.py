@@ -72,6 +72,9 @@ class CudaLlmApp(App[int]):
         # Every toast, warning and error of this run, with its time (they fade after seconds).
         Binding("M", "messages", "Messages", show=False, id="app.messages"),
         Binding("f12", "messages", "Messages", show=False, priority=True),
+        # Ctrl-Z puts cuda-llm in the background as in any terminal program (fg brings it back). Not
+        # a priority binding: in the editor it keeps its undo meaning.
+        Binding("ctrl+z", "suspend_process", "Suspend", show=False, id="app.suspend"),
     ]
 
     def __init__(

@@ -299,10 +299,10 @@ class SessionView:
         c.judgement = j
         if j.candidate is not None and j.candidate.origin == "user" and not c.reply:
             c.reply = "(written in the editor)"
-        if e.stage == "compiled" and j.status == "compiled":
-            c.phase = "validating"  # compiled, on its way to the GPU
-        elif e.stage == "validated" and j.is_correct and not self.compile_only:
-            c.phase = "profiling"
+        if e.stage == "compiled" and j.status == "compiled" and not self.compile_only:
+            c.phase = "validating"  # compiled, on its way to the GPU (compile-only: the verdict)
+        elif e.stage == "validated" and j.is_correct and not self.compile_only and j.repeat_of is None:
+            c.phase = "profiling"  # (a repeat takes its first's verdict and is never timed)
         else:
             c.phase = "judged"
         if j.timing is not None:
@@ -386,7 +386,9 @@ class SessionView:
         return {STATUS, LOG}
 
     def _on_SessionResumed(self, e: ev.SessionResumed) -> set[str]:
-        self.state, self.state_reason = "running", ""
+        # The model's last error is behind it: the person went on (after switching server with
+        # `m`, say). The log keeps it; the status line must not say it for the rest of the session.
+        self.state, self.state_reason, self.error = "running", "", ""
         self._say("resumed")
         return {STATUS, LOG}
 

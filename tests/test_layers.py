@@ -69,6 +69,7 @@ def test_the_contract_lists_no_exceptions():
         ("engine/core/zz_breach.py", "from cuda_llm.engine.fsr import loop\n", "Each layer"),
         ("engine/compile/zz_breach.py", "from cuda_llm.engine.compile import compiler_pool\n", "No import circles"),
         ("engine/gpu/zz_breach.py", "import textual\n", "terminal UI"),
+        ("app/zz_breach.py", "from cuda_llm.engine.fsr.loop import FsrLoop\n", "through its API"),
     ],
 )
 def test_the_contract_catches_a_breach(tmp_path, where, line, broken):
@@ -106,6 +107,24 @@ def test_the_home_check_sees_a_second_loader(tmp_path):
     (tmp_path / "engine" / "a.py").write_text("from cuda.bindings import nvrtc\n")
     (tmp_path / "app" / "b.py").write_text("def f():\n    import cuda.bindings.nvrtc\n")
     assert homes(NVRTC_LOADER, tmp_path) == {"engine/a.py", "app/b.py"}
+
+
+# A consumer reaching into a running session's loop (session.loop.provider, .judge, .read_counters_of):
+# what the UI and the CLI need of a session is engine/fsr/session.py's Session API.
+INTO_THE_LOOP = r"\bsession\.loop\b|\.loop\.(provider|judge|store|read_counters_of)\b"
+
+
+def test_no_consumer_reaches_into_the_loop():
+    assert homes(INTO_THE_LOOP, tops=("app", "bench")) == set()
+
+
+def test_the_home_check_sees_a_reach_into_the_loop(tmp_path):
+    (tmp_path / "app").mkdir()
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "app" / "a.py").write_text("p = self.session.loop.provider\n")
+    (tmp_path / "bench" / "b.py").write_text("j = await s.loop.judge.library()\n")
+    (tmp_path / "app" / "c.py").write_text("n = request.options.loop.candidates\n")  # the settings, not the loop
+    assert homes(INTO_THE_LOOP, tmp_path, tops=("app", "bench")) == {"app/a.py", "bench/b.py"}
 
 
 # Reading a model spec's text: its kind by prefix, by splitting at the ':', or by comparing with "manual".

@@ -279,11 +279,11 @@ async def run_task(
     try:
         result = await session.run()
         if not library:  # compile-only: the loop times no library; the judge says why there is none
-            library.append(await session.loop.judge.library())
+            library.append(await session.library())
         if request.torch_compile:  # timed once when the session started (or why not, in one line)
-            compiled = await session.loop.judge.torch_compile()
+            compiled = await session.torch_compile()
     except UserError as exc:
-        from cuda_llm.engine.fsr.loop import SessionResult
+        from cuda_llm.engine.fsr.session import SessionResult
 
         print(f"cuda-llm: {task}: {exc}", file=sys.stderr)
         result = SessionResult(session.id, str(exc), None, 0, 0, "failed")

@@ -119,6 +119,7 @@ class EditScreen(ModalScreen[EditResult | None]):
         self.source = terminal_safe(source)
         self.plan = terminal_safe(plan_json)
         self.errors = errors
+        self.asking = False  # a question about leaving is open over the editor
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="edit-dialog"):
@@ -180,9 +181,15 @@ class EditScreen(ModalScreen[EditResult | None]):
         self.dismiss(EditResult(source, plan))
 
     def ask_before_quit(self) -> None:
-        """Quit was pressed with unsaved text: keep it as a draft and quit, or go on editing."""
+        """Quit was pressed with unsaved text: keep it as a draft and quit, or go on editing. Asked
+        once: a second quit while the question is open would stack a second question, and answering
+        both would close the editor twice."""
+        if self.asking:
+            return
+        self.asking = True
 
         def answered(quit_: bool | None) -> None:
+            self.asking = False
             if quit_:
                 source = self.query_one("#edit-source", TextArea).text
                 plan = self.query_one("#edit-plan", TextArea).text
@@ -202,7 +209,12 @@ class EditScreen(ModalScreen[EditResult | None]):
             self.dismiss(None)
             return
 
+        if self.asking:
+            return
+        self.asking = True
+
         def answered(discard: bool | None) -> None:
+            self.asking = False
             if discard:
                 self.dismiss(None)
 

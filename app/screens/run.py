@@ -29,10 +29,11 @@ from textual.containers import Container
 from textual.geometry import Size
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Input, Tab, Tabs
+from textual.widgets import Input, Log, Tab, Tabs
 from textual.worker import Worker, WorkerState
 
 from cuda_llm.app import drafts
+from cuda_llm.app.clipboard import osc52_blocked
 from cuda_llm.app.compare import Side
 from cuda_llm.app.drafts import Draft
 from cuda_llm.app.editing import EditRequest, edit_externally, editor_command, failure_text
@@ -67,7 +68,7 @@ from cuda_llm.app.widgets.footer import KeyFooter
 from cuda_llm.app.widgets.kernel import KernelPane, plan_json, source_of
 from cuda_llm.app.widgets.latency import LatencyPane
 from cuda_llm.app.widgets.prompt import PromptPane
-from cuda_llm.app.widgets.search import find_match, search_target
+from cuda_llm.app.widgets.search import end_search, find_match, search_target, searching
 from cuda_llm.app.widgets.status import StatusLine
 from cuda_llm.app.widgets.telemetry import TelemetryBar
 from cuda_llm.app.widgets.text import set_text
@@ -75,8 +76,7 @@ from cuda_llm.app.widgets.validation import ValidationPane
 from cuda_llm.engine.core.errors import describe
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller
-from cuda_llm.engine.fsr.loop import candidate_label
-from cuda_llm.engine.fsr.session import Session, open_session
+from cuda_llm.engine.fsr.session import Session, candidate_label, open_session
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL
 from cuda_llm.engine.llm.base import RequestKey
 from cuda_llm.engine.llm.manual_provider import ManualProvider
@@ -136,6 +136,9 @@ class RunScreen(Screen[None]):
         Binding("n", "search(1)", "Next match", show=False, id="run.search_next"),
         Binding("N", "search(-1)", "Previous match", show=False, id="run.search_previous"),
         Binding("z", "maximize_pane", "Maximize pane", show=False, id="run.maximize"),
+        # vi's motions, as lazygit and k9s have them: down and up in the focused pane.
+        Binding("j", "motion(1)", "Down", show=False, id="run.down"),
+        Binding("k", "motion(-1)", "Up", show=False, id="run.up"),
         Binding("question_mark", "help", "Help", key_display="?", id="run.help"),
         Binding("q", "quit", "Quit", id="run.quit"),
         Binding("m", "settings", "Model/N/D", show=False, id="run.settings"),
@@ -156,10 +159,12 @@ class RunScreen(Screen[None]):
         Binding("f4", "edit", "Edit", priority=True),
         Binding("f5", "pause", "Pause", priority=True),
         Binding("f5", "resume", "Resume", priority=True),
+        Binding("f5", "cancel_pause", "Cancel pause", priority=True),
         Binding("f6", "auto_accept", "Auto-accept", show=False, priority=True),
         Binding("f7", "settings", "Model/N/D", show=False, priority=True),
         Binding("f8", "stop", "Stop", priority=True),
         Binding("f9", "follow", "Follow", priority=True),
+        Binding("f9", "unfollow", "Stop following", show=False, priority=True),
         # F10 quits, as in mc and htop: the footer's Quit where a text field takes the q.
         Binding("f10", "quit", "Quit", priority=True),
     ]
@@ -189,9 +194,10 @@ class RunScreen(Screen[None]):
         "wrap": "wrap long lines in the focused pane on/off (prompt and log wrap by default)",
         "search": "the next (n) or previous (N) match of the search in the focused pane",
         "maximize_pane": "the focused pane fills the screen; again: back",
+        "motion": "down (j) or up (k) in the focused pane: its cursor, or its text by a line",
         "next_pane": "focus the next pane",
         "previous_pane": "focus the previous pane",
-        "back": "back to the start screen (once the session has ended)",
+        "back": "end a search of the focused pane; else back to the start screen (once the session has ended)",
     }
     # What the focused pane adds, for the help screen.
     PANE_HELP: ClassVar[dict[str, list[tuple[str, str, str]]]] = {
@@ -352,7 +358,12 @@ class RunScreen(Screen[None]):
         if widget is None:
             widget = next((w for w in self.focus_chain if target in w.ancestors_with_self), None)
         if widget is not None and widget is not self.focused:
-            widget.focus()
+            # At once, not as widget.focus() does on the next idle: a key typed in the same burst
+            # as the digit (`2v`) is handled before that, and went to the pane left behind.
+            if widget.focusable:
+                self.set_focus(widget)
+            else:
+                widget.focus()
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         """A click (or the Tab key) moved the focus: the pane it is in becomes the active one."""
@@ -403,7 +414,9 @@ class RunScreen(Screen[None]):
         event.input.display = False
         self._focus_pane(self.active_pane)
         if self.search_term:
-            self.action_search(1, from_top=True)
+            # Once the field has closed and the pane has its height back: a pane that follows its
+            # end scrolls there on a resize, which would take the match out of view again.
+            self.call_after_refresh(self.action_search, 1, True)
 
     def on_key(self, event: events.Key) -> None:
         field = self.query_one("#pane-search", Input)
@@ -529,7 +542,7 @@ class RunScreen(Screen[None]):
                 await asyncio.wait_for(worker.wait(), max(grace_s, 1.0))
 
     def manual_provider(self) -> ManualProvider | None:
-        provider = self.session.loop.provider if self.session is not None else None
+        provider = self.session.model_in_use() if self.session is not None else None
         return provider if isinstance(provider, ManualProvider) else None
 
     def manual_waiting(self) -> list[str]:
@@ -554,9 +567,11 @@ class RunScreen(Screen[None]):
         changed = self.view.apply(event)
         if isinstance(event, ev.SessionPaused | ev.SessionResumed):
             self.pause_requested = False
+        if isinstance(event, ev.AwaitingDecision):
+            self.app.bell()  # a decision waits: the terminal (or tmux) marks the window for a person elsewhere
         if isinstance(event, ev.Notice | ev.SessionResumed | ev.RoundStarted) and self.session is not None:
             # A model change is taken by the loop at a safe point; show the one in use.
-            provider = self.session.loop.provider
+            provider = self.session.model_in_use()
             if provider.spec != self.view.model:
                 self.view.model = provider.spec
                 self.server = server_of(provider) or ""
@@ -768,7 +783,7 @@ class RunScreen(Screen[None]):
             )
             return
         self.notify(f"reading {c.label}'s hardware counters (a few seconds)", timeout=3, markup=False)
-        self.run_worker(self.session.loop.read_counters_of(c.label), group="counters", exit_on_error=False)
+        self.run_worker(self.session.read_counters(c.label), group="counters", exit_on_error=False)
 
     # -- editing ------------------------------------------------------------------------------------
     def action_edit(self) -> None:
@@ -958,6 +973,19 @@ class RunScreen(Screen[None]):
             return
         self.notify(f"wrap {'on' if toggle() else 'off'}", timeout=2)
 
+    def action_motion(self, step: int) -> None:
+        """j / k: the focused widget's cursor down or up (the tree, a list, a table, the kernel),
+        else its text scrolled by a line (the prompt, the log)."""
+        widget = self.focused
+        if widget is None:
+            return
+        names = ("action_cursor_down", "action_scroll_down") if step > 0 else ("action_cursor_up", "action_scroll_up")
+        for name in names:
+            action = getattr(widget, name, None)
+            if callable(action):
+                action()
+                return
+
     def action_maximize_pane(self) -> None:
         if self.maximized is not None:
             self.minimize()
@@ -997,6 +1025,9 @@ class RunScreen(Screen[None]):
         self.app.copy_to_clipboard(text)
         what = "kernel and launch plan" if with_plan else "kernel"
         self.notify(f"copied {label}'s {what} ({len(text.splitlines())} lines) to the clipboard", timeout=3)
+        blocked = osc52_blocked()  # sent, but tmux may drop it: say why and what to do
+        if blocked is not None:
+            self.notify(blocked, severity="warning", timeout=10, markup=False)
 
     def action_save(self) -> None:
         label = self._shown_label()
@@ -1095,5 +1126,13 @@ class RunScreen(Screen[None]):
         self.notify(line, timeout=10, markup=False)
 
     def action_back(self) -> None:
+        """Esc: end a search of the focused pane (its matches unmarked, its end followed again);
+        else, once the session has ended, back to the start screen."""
+        target = search_target(self.panes[self.active_pane])
+        if isinstance(target, Log) and searching(target):
+            end_search(target, self.view.follow)
+            if self.view.follow:
+                target.scroll_end(animate=False)
+            return
         if not self.view.running:
             self.dismiss(None)

@@ -48,6 +48,7 @@ REPLAYS_LISTED = 10
 # model column's padding) cannot sit side by side: they stack and the tab scrolls, so every field
 # stays on the screen and Tab never moves focus to one that is clipped off the right edge.
 SIDE_BY_SIDE_COLUMNS = 66
+CRASH_TOAST = "cuda-llm crashed last time"  # the title of the toast that says so, withdrawn when a session opens
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ class StartScreen(Screen[None]):
         # The model put in the field by default rather than by the person: a better default may
         # replace it (ollama's first model, once the server answers).
         self.preselected: str | None = None
+        self._crash_untold = False  # the crash is to be told when this screen is shown
 
     def compose(self) -> ComposeResult:
         c = self.config
@@ -172,12 +174,18 @@ class StartScreen(Screen[None]):
         self.tell_about_crash()
 
     def tell_about_crash(self) -> None:
-        """The last session stopped when the app crashed: say so once, on this next start."""
+        """The last session stopped when the app crashed: say so once, on this next start, while
+        this screen is shown (under a session opened at once, as `run --resume` does, it waits)."""
+        if self.app.screen is not self:
+            self._crash_untold = True
+            return
+        self._crash_untold = False
         last = max(self.catalog.sessions, key=lambda s: s.updated_at, default=None)
         if last is None or not last.crashed:
             return
         self.app.notify(
-            f"session {last.id} ({last.task}) stopped when cuda-llm crashed "
+            title=CRASH_TOAST,
+            message=f"session {last.id} ({last.task}) stopped when cuda-llm crashed "
             f"({last.message.removeprefix(CRASH_PREFIX)}); it is recorded as stopped: resume it from "
             "the Sessions tab (l, then r)",
             severity="warning",
@@ -199,6 +207,15 @@ class StartScreen(Screen[None]):
             self.query_one("#sessions", DataTable).focus()
         else:
             self.query_one("#task-list", OptionList).focus()
+        if self._crash_untold:
+            self.tell_about_crash()
+
+    def on_screen_suspend(self) -> None:
+        # A session opened (perhaps the crashed one, resumed): the toast about the crash is this
+        # screen's, not the session's. It stays in the message history (M).
+        for note in list(self.app._notifications):
+            if note.title == CRASH_TOAST:
+                self.app._unnotify(note)
 
     # ---- data --------------------------------------------------------------------------------
     def reload_catalog(self) -> None:

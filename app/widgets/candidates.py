@@ -46,6 +46,7 @@ class CandidateTree(Tree[str]):
         self._scrolled_to: TreeNode[str] | None = None
         self.filter_text = ""  # shown: candidates whose label, state or decision holds it
         self._round_labels: dict[int, str] = {}  # what each round's line shows
+        self._none_match: TreeNode[str] | None = None  # the line saying the filter matches nothing
 
     def set_filter(self, text: str) -> None:
         """Show only the candidates whose label, state or decision holds `text` (rebuilt)."""
@@ -56,6 +57,7 @@ class CandidateTree(Tree[str]):
         self.clear()
         self._rounds, self._leaves, self._baseline, self._labels = {}, {}, None, {}
         self._signatures, self._scrolled_to, self._round_labels = {}, None, {}
+        self._none_match = None
         self.root.expand()
         self.show()
 
@@ -132,6 +134,7 @@ class CandidateTree(Tree[str]):
                     leaf.set_label(self.label_for(c, colors))
                 self._signatures[c.label] = sig
                 newest = leaf
+        self._say_none_match(newest is None and bool(self.filter_text))
         if held is not None:
             # Lines above it may have come or folded: rebuilt now, the cursor is moved back onto its
             # node before the next key reads its line (Tree rebuilds lazily, on idle).
@@ -167,8 +170,18 @@ class CandidateTree(Tree[str]):
             text.append(" ◆ marked", style="bold")
         return text
 
+    def _say_none_match(self, none: bool) -> None:
+        """A filter that matches nothing says so, with the way back, rather than leave the pane blank."""
+        if none and self._none_match is None:
+            self._none_match = self.root.add_leaf(f"no candidate matches {self.filter_text!r} · Esc clears the filter")
+        elif not none and self._none_match is not None:
+            self._none_match.remove()
+            self._none_match = None
+
     def on_tree_node_selected(self, event: Tree.NodeSelected[str]) -> None:
         event.stop()
+        if event.node is self._none_match:
+            return
         data = event.node.data
         self.post_message(CandidateChosen(None if data in (None, FOLLOW) else data))
 
@@ -223,8 +236,12 @@ class CandidatesPane(Vertical):
         self.candidate_tree.focus()
 
     def on_key(self, event: events.Key) -> None:
-        if event.key == "escape" and self.filter_input.has_focus:
+        # Esc clears the filter from its field, and from the tree while one is set (a filter that
+        # hides every candidate must not need the field found again to be taken back).
+        if event.key == "escape" and (self.filter_input.has_focus or self.candidate_tree.filter_text):
             event.stop()
+            self.candidate_tree.set_filter("")
+            self._title()
             self.filter_input.value = ""
             self.filter_input.display = False
             self.candidate_tree.focus()

@@ -60,6 +60,18 @@ def launch_lines(plan: LaunchPlan) -> list[str]:
 VIEWS = ("kernel-source-tab", "kernel-plan-tab", "kernel-parent-tab", "kernel-diff-tab")
 
 
+class ViewTabs(TabbedContent):
+    """The kernel's views. A focus that lands in a view shows it only while that view still holds
+    the focus: with `2v` typed in one burst, the focus given to the source by `2` lands after `v`
+    has moved it to the plan, and would otherwise bring the source back."""
+
+    def _on_tab_pane_focused(self, event: TabPane.Focused) -> None:
+        focused = self.screen.focused
+        if focused is not None and event.tab_pane not in focused.ancestors_with_self:
+            event.stop()
+            event.prevent_default()  # Textual calls each class's handler: TabbedContent's would switch
+
+
 class KernelPane(Vertical):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("v", "next_view", "Source/plan/diffs", show=False, id="kernel.view"),
@@ -74,7 +86,7 @@ class KernelPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="kernel-title", classes="pane-title")
-        with TabbedContent(id="kernel-tabs"):
+        with ViewTabs(id="kernel-tabs"):
             with TabPane("source", id="kernel-source-tab"):
                 yield TextArea.code_editor("", read_only=True, id="kernel-source", soft_wrap=False)
             with TabPane("plan", id="kernel-plan-tab"):
@@ -116,7 +128,13 @@ class KernelPane(Vertical):
         tabs = self.query_one("#kernel-tabs", TabbedContent)
         current = VIEWS.index(tabs.active) if tabs.active in VIEWS else -1
         tabs.active = VIEWS[(current + 1) % len(VIEWS)]
-        self.call_after_refresh(lambda: (target := self.focus_target()) is not None and target.focus())
+        # Focused at once: a focus still on its way to the view left (the pane's key typed in the
+        # same burst, `2v`) would otherwise bring that view back when it lands.
+        target = self.focus_target()
+        if target is not None and target.focusable:
+            self.screen.set_focus(target)
+        else:
+            self.call_after_refresh(lambda: (target := self.focus_target()) is not None and target.focus())
 
     def apply_theme(self) -> None:
         from cuda_llm.themes import CODE_THEMES, code_theme_for
@@ -201,5 +219,17 @@ class KernelPane(Vertical):
         area = self.query_one("#kernel-source", TextArea)
         row = max(0, min(line - 1, area.document.line_count - 1))
         col = max(0, column - 1)
-        area.move_cursor((row, col), center=True)
+        area.move_cursor((row, col))
         area.focus()
+        # Scrolled once the pane is laid out: below 140x40 it was hidden until now, and a cursor
+        # brought into view by a pane of no width scrolled the line's first columns away.
+        self.call_after_refresh(self._show_line, area, row, col)
+
+    @staticmethod
+    def _show_line(area: TextArea, row: int, col: int) -> None:
+        """The line in the middle of the pane, from its first column unless the cursor lies beyond
+        the pane's width."""
+        width, height = area.scrollable_content_region.size
+        gutter = area.gutter_width
+        x = 0 if col + gutter < width - 1 else col + gutter - width // 2
+        area.scroll_to(x=x, y=max(0, row - height // 2), animate=False, immediate=True)

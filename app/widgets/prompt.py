@@ -15,6 +15,7 @@ from textual.widgets import Log, Static
 
 from cuda_llm.app.state import SessionView
 from cuda_llm.app.terminal import terminal_safe
+from cuda_llm.app.widgets.search import end_search, searching
 from cuda_llm.app.widgets.text import set_text
 
 # Prompts run to hundreds of lines; a reply is cut at max_tokens. Both fit well inside this.
@@ -54,7 +55,7 @@ class PromptPane(Vertical):
         width = log.size.width
         if width and abs(width - self._width) > 2:
             self.show()
-        if self.view.follow:  # a shorter pane (the status line took a second row) keeps the end in view
+        if log.auto_scroll:  # a shorter pane (the status line took a second row) keeps the end in view
             log.scroll_end(animate=False, immediate=False)
 
     def toggle_wrap(self) -> bool:
@@ -91,8 +92,10 @@ class PromptPane(Vertical):
 
     def show(self) -> None:
         view, log = self.view, self.query_one(Log)
-        log.auto_scroll = view.follow
         c = view.focused()
+        if c is None or self._shown is None or c.label != self._shown[0]:
+            end_search(log, view.follow)  # another text: the matches of the last search are gone
+        log.auto_scroll = view.follow and not searching(log)
         self._label = c.label if c else None
         self._width = log.size.width
         title = self.query_one("#prompt-title", Static)

@@ -10,7 +10,7 @@ from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
-from cuda_llm.app.state import SessionView
+from cuda_llm.app.state import CandidateView, SessionView
 from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.gpu.protocol import ValidationReport
 
@@ -47,6 +47,20 @@ def report_lines(report: ValidationReport) -> list[str]:
     return lines
 
 
+def not_validated(view: SessionView, c: CandidateView) -> str:
+    """Why a candidate shows no validation report. "compiled" is a stage on the way to the GPU
+    (the candidate's phase says it is being validated) and, only in a compile-only session, the
+    verdict: the pane tells the two apart by the phase and the session, never by the status alone."""
+    j = c.judgement
+    if c.phase == "validating":
+        return "compiled; being validated on the GPU"
+    if j is not None and j.status == "compiled" and view.compile_only:
+        return "compile-only: compiled and bound, not run (no GPU)"
+    if j is not None and j.failed:
+        return f"not run: {view.word(j.status)}"
+    return f"not validated yet ({view.word(c.state)})"
+
+
 class ValidationPane(Vertical):
     def __init__(self, view: SessionView, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -75,13 +89,7 @@ class ValidationPane(Vertical):
             set_text(summary, "no candidate yet")
             return
         if j is None or j.validation is None:
-            if j is not None and j.status == "compiled":
-                why = "compile-only: compiled and bound, not run (no GPU)"
-            elif j is not None and j.failed:
-                why = f"not run: {self.view.word(j.status)}"
-            else:
-                why = f"not validated yet ({self.view.word(c.state)})"
-            set_text(summary, f"{c.label}: {why}")
+            set_text(summary, f"{c.label}: {not_validated(self.view, c)}")
             return
         counters = [j.counters.line()] if j.counters is not None else []  # what limits it (engine/counters)
         set_text(summary, f"{c.label} " + "\n".join(report_lines(j.validation) + counters))

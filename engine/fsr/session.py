@@ -19,9 +19,11 @@ from cuda_llm.engine.fsr.control import Controller
 from cuda_llm.engine.fsr.events import EventBus
 from cuda_llm.engine.fsr.judging import open_environment
 from cuda_llm.engine.fsr.loop import FsrLoop, SessionResult
+from cuda_llm.engine.fsr.loop import candidate_label as candidate_label  # for consumers: the session API
 from cuda_llm.engine.fsr.prompt import PromptBuilder
 from cuda_llm.engine.gpu.protocol import device_label
 from cuda_llm.engine.judge.judge_environment import JudgeEnvironment, Progress
+from cuda_llm.engine.judge.judgement import Judgement, LibraryResult
 from cuda_llm.engine.llm.base import ModelProvider
 from cuda_llm.engine.llm.preflight import check_model
 from cuda_llm.engine.llm.spec import parse_spec, provider_for, server_of
@@ -68,6 +70,24 @@ class Session:
 
     async def run(self) -> SessionResult:
         return await self.loop.run(resumed=self.resumed)
+
+    # What the UI and the CLI ask of a running session; they never reach into `loop` (the layer
+    # contract and tests/test_layers.py keep it so: docs/architecture.md, "The session API").
+    def model_in_use(self) -> ModelProvider:
+        """The model the loop asks now: a switch (the TUI's `m`) replaces it at a safe point."""
+        return self.loop.provider
+
+    async def read_counters(self, label: str) -> Judgement | None:
+        """A correct candidate's hardware counters, read now (FsrLoop.read_counters_of)."""
+        return await self.loop.read_counters_of(label)
+
+    async def library(self) -> LibraryResult:
+        """The vendor-library figure, measured once per session (or why there is none)."""
+        return await self.loop.judge.library()
+
+    async def torch_compile(self) -> LibraryResult:
+        """The torch.compile figure of an imported task, measured once per session (or why not)."""
+        return await self.loop.judge.torch_compile()
 
     async def close(self) -> None:
         try:

@@ -135,8 +135,8 @@ async def test_on_demand_counters_of_a_candidate_whatever_the_setting(tmp_path, 
     try:
         await session.run()
         assert rec.of(ev.CountersRead) == []  # mode off
-        read = await session.loop.read_counters_of("r1-1")
-        assert await session.loop.read_counters_of("no-such-label") is None
+        read = await session.read_counters("r1-1")
+        assert await session.read_counters("no-such-label") is None
         stored = {r.label: r.judgement for r in session.store.candidates(session.id)}
     finally:
         await session.close()

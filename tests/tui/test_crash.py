@@ -62,6 +62,9 @@ async def test_a_crash_is_recorded_and_said_on_the_next_start(tmp_path, llm_serv
         assert "stopped (crashed)" in screen_text(app, "#sessions")
         await pilot.press("l", "r")  # and it resumes
         await wait_for(pilot, lambda: isinstance(app.screen, RunScreen), "the resumed session")
+        # The start screen's toast about the crash is withdrawn inside the session (kept in the history).
+        assert not any("crashed" in str(n.message) for n in app._notifications), list(app._notifications)
+        assert any("crashed" in m.text for m in app.messages.entries), "kept in the message history"
         await wait_for(pilot, lambda: app.screen.view.awaiting is not None, "round 1 asked again, to its decision")
         await pilot.press("s")
         await wait_for(pilot, lambda: not app.screen.view.running, "the stop")

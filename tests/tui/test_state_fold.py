@@ -88,3 +88,38 @@ def test_a_restored_history_gives_the_view_the_live_events_gave():
     assert shown(resumed) == shown(live)
     assert any("restored 2 recorded round(s)" in line for line in resumed.log)
     assert not any("accepted" in line for line in resumed.log), "past events are not logged again"
+
+
+def test_a_correct_repeat_is_judged_at_once_never_profiling():
+    # A repeat takes its first's verdict and is never timed: no RoundProfiled moves it on, so a
+    # "profiling" phase stayed on it (the prompt pane's title read "r2-2: round 2 (profiling)").
+    import dataclasses
+
+    repeat = dataclasses.replace(judged("r2-2", 40.0), repeat_of="r1-1", timing=None)
+    view = SessionView()
+    for event in (
+        ev.RoundStarted("1", 2, 0, (Message("user", "faster"),), 2),
+        ev.RequestStarted("1", "r2-2", 2, 0, 1),
+        ev.ReplyReceived("1", "r2-2", _completion("the same kernel")),
+        ev.CandidateJudged("1", "validated", repeat),
+    ):
+        view.apply(event)
+    c = view.candidates["r2-2"]
+    assert c.phase == "judged" and c.state == "correct", (c.phase, c.state)
+
+
+def test_the_models_error_is_not_shown_once_the_session_goes_on():
+    # The server died, the person switched server with `m` and the round was retried: the
+    # "cannot reach" line stayed under the status for the rest of the session.
+    view = SessionView()
+    for event in (
+        ev.RoundStarted("1", 1, 0, (Message("user", "write vadd"),), 1),
+        ev.RequestStarted("1", "r1-1", 1, 0, 0),
+        ev.ModelFailed("1", "r1-1", "unreachable", "cannot reach the model server at http://a:1"),
+        ev.SessionPaused("1", "the model server cannot be reached"),
+    ):
+        view.apply(event)
+    assert "cannot reach" in view.error
+    view.apply(ev.SessionResumed("1"))
+    assert view.error == "" and view.state == "running"
+    assert any("cannot reach" in line for line in view.log), "the log keeps it"
