@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.core.secrets import without_secrets
 from cuda_llm.engine.torchtask import INSTALL_HINT
+from cuda_llm.engine.torchtask.child import ChildRun, run_bounded
 
 # Importing PyTorch alone takes seconds on a busy machine; the probes run on the meta device and
 # one small real run: a minute is a file that hangs, not one that is slow.
@@ -90,27 +90,34 @@ def inspect_module(path: Path, timeout_s: float = PROBE_TIMEOUT_S) -> ModuleFact
     missing = torch_missing()
     if missing:
         raise ImportRefused(missing)
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "cuda_llm.engine.torchtask.probe", str(path.resolve())],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            cwd=path.resolve().parent,
-            env=without_secrets(os.environ),  # it runs a module file: it needs no key
-        )
-    except subprocess.TimeoutExpired:
+    run = run_bounded(
+        [sys.executable, "-m", "cuda_llm.engine.torchtask.probe", str(path.resolve())],
+        cwd=path.resolve().parent,
+        env=without_secrets(os.environ),  # it runs a module file: it needs no key
+        timeout_s=timeout_s,
+    )
+    if run.timed_out:
         raise ImportRefused(
             f"{path.name} did not finish loading within {timeout_s:.0f} s (does importing it or get_inputs() hang?)"
-        ) from None
-    lines = done.stdout.strip().splitlines()
+        )
     try:
-        data = json.loads(lines[-1]) if lines else None
+        data = json.loads(run.result) if run.result else None
     except json.JSONDecodeError:
         data = None
     if not isinstance(data, dict):
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise ImportRefused(f"{path.name}: loading it ended the process (exit {done.returncode}): {tail}")
+        raise ImportRefused(_ended_early(path, run))
     if "error" in data:
         raise ImportRefused(str(data["error"]))
     return ModuleFacts.from_json(path, data)
+
+
+def _ended_early(path: Path, run: ChildRun) -> str:
+    """The one line for a child that ended without an answer."""
+    tail = (run.stderr_tail.strip().splitlines() or ["no output"])[-1]
+    if "MemoryError" in tail or "can't allocate memory" in tail:
+        return (
+            f"{path.name} needed more than {run.memory_limit / 2**30:.0f} GiB of memory while loading (the importer's "
+            "limit): make what importing it, Model(...) or get_inputs() allocate smaller"
+        )
+    how = f"signal {-run.returncode}" if run.returncode < 0 else f"exit {run.returncode}"
+    return f"{path.name}: loading it ended the process ({how}): {tail}"

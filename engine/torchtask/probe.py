@@ -14,12 +14,14 @@ from __future__ import annotations
 import inspect
 import json
 import keyword
+import os
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
 from cuda_llm.engine.task.dtypes import DTYPES, dtype_of_torch
+from cuda_llm.engine.torchtask.child import end_tree
 from cuda_llm.engine.torchtask.shapes import agrees, fit_shape, used_names
 
 # Integer constants below this are kernel sizes, strides, axes or counts of heads, not sizes a
@@ -289,17 +291,41 @@ def _gpu_free_bytes() -> int | None:
         return None
 
 
+def _out_of_memory(path: Path, exc: BaseException) -> str | None:
+    """The line for a failure caused by the child's memory cap (child.py), wherever it surfaced."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, MemoryError) or "can't allocate memory" in str(seen):
+            import resource
+
+            cap = resource.getrlimit(resource.RLIMIT_DATA)[0]
+            limit = f"{cap / 2**30:.0f} GiB" if cap != resource.RLIM_INFINITY else "the memory"
+            return (
+                f"{path.name} needed more than {limit} of memory while loading (the importer's limit): "
+                "make what importing it, Model(...) or get_inputs() allocate smaller"
+            )
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     path = Path(argv[0])
     try:
         result: dict[str, Any] = probe(path)
     except Refused as exc:
-        result = {"error": str(exc)}
+        result = {"error": _out_of_memory(path, exc) or str(exc)}
     except Exception as exc:  # the user's code failed somewhere we did not foresee: still one line
         traceback.print_exc(file=sys.stderr)
-        result = {"error": f"{path.name}: {type(exc).__name__}: {exc}"}
-    print(json.dumps(result))
+        result = {"error": _out_of_memory(path, exc) or f"{path.name}: {type(exc).__name__}: {exc}"}
+    text = json.dumps(result)
+    if len(argv) > 1:
+        Path(argv[1]).write_text(text, encoding="utf-8")
+    else:
+        print(text)
+    # This process is the subreaper of what the module started (child.py): nothing it forked
+    # outlives the import.
+    end_tree(os.getpid(), include_root=False)
     return 0
 
 
