@@ -238,13 +238,13 @@ def _roofline(r: _Reader, known: set[str]) -> Roofline:
     )
 
 
-def _pytorch(r: _Reader, folder: Path, buffers: tuple[BufferSpec, ...]) -> str | None:
+def _pytorch(r: _Reader, folder: Path, buffers: tuple[BufferSpec, ...], scalars: tuple[ScalarSpec, ...]) -> str | None:
     """The [pytorch] table of an imported task (engine/torchtask/): which buffer is which of the
     module's tensors. None for a task written by hand."""
     t = r.get(r.data, "pytorch", dict, "pytorch", None)
     if t is None:
         return None
-    unknown = set(t) - {"module", "inputs", "outputs", "parameters", "fixed", "returns_tuple"}
+    unknown = set(t) - {"module", "inputs", "outputs", "parameters", "fixed", "returns_tuple", "tuples"}
     if unknown:
         raise r.fail("pytorch", f"unknown key(s) {sorted(unknown)}")
     module = r.get(t, "module", str, "pytorch.module")
@@ -259,6 +259,10 @@ def _pytorch(r: _Reader, folder: Path, buffers: tuple[BufferSpec, ...]) -> str |
         for n in names:
             if roles.get(n) != role:
                 raise r.fail(field, f"{n!r} is not an {role} buffer of this task")
+    names = {s.name for s in scalars} | set(r.get(t, "fixed", dict, "pytorch.fixed", {}))
+    for k, parts in r.get(t, "tuples", dict, "pytorch.tuples", {}).items():
+        if not isinstance(parts, list) or not all(isinstance(p, int) or p in names for p in parts):
+            raise r.fail(f"pytorch.tuples.{k}", "must list integers and the names of sizes or fixed constants")
     return module
 
 
@@ -348,5 +352,5 @@ def load_task(folder: Path | str, settings: ValidationSettings | None = None) ->
         baseline_plan=plan,
         folder=folder,
         fingerprint=_fingerprint(folder),
-        pytorch_module=_pytorch(r, folder, buffers),
+        pytorch_module=_pytorch(r, folder, buffers, scalars),
     )

@@ -7,7 +7,7 @@ import importlib.util
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,8 @@ class ModuleFacts:
     flops: str
     returns_tuple: bool = False  # forward returns a tuple (of one tensor, perhaps)
     gpu_free_bytes: int | None = None  # the GPU's free memory where the child saw one
+    # Tuple constants holding sizes (`shape = (batch, dim)`): each position a size's name or a number.
+    tuples: dict[str, tuple[str | int, ...]] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, source: Path, data: dict[str, Any]) -> ModuleFacts:
@@ -79,6 +81,7 @@ class ModuleFacts:
             flops=str(data["flops"]),
             returns_tuple=bool(data.get("returns_tuple", False)),
             gpu_free_bytes=data.get("gpu_free_bytes"),
+            tuples={k: tuple(v) for k, v in data.get("tuples", {}).items()},
         )
 
 

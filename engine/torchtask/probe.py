@@ -40,6 +40,8 @@ REAL_RUN_MAX_ELEMENTS = 1 << 22
 # A forward the meta device cannot run (data-dependent ops such as .item()) runs on the CPU instead,
 # with real values, while its inputs stay this small; a larger one is refused with the meta error.
 CPU_FALLBACK_MAX_BYTES = 1 << 30
+# Forward runs this many times on the same inputs, each from another seed, to find a random reference.
+RANDOM_CALLS = 4
 _C_KEYWORDS = frozenset(
     [
         "auto",
@@ -130,14 +132,53 @@ class ModuleFile:
             for k, v in vars(self.module).items()
             if type(v) is int and not k.startswith("_") and v >= MIN_SIZE_VALUE
         }
+        self.tuples, self.elements = self._tuple_constants()
+        self.constants.update({e: self.tuples[t][i] for e, (t, i) in self.elements.items()})
+
+    def _tuple_constants(self) -> tuple[dict[str, tuple[int, ...] | list[int]], dict[str, tuple[str, int]]]:
+        """Sizes written as a tuple or list constant (`shape = (batch, dim)`): each element large
+        enough to be a size becomes a constant of its own, NAME_I, so it is probed, fitted and
+        varied like any other; run() puts the tuple back together from them."""
+        tuples = {
+            k: v
+            for k, v in vars(self.module).items()
+            if type(v) in (tuple, list) and v and all(type(e) is int for e in v) and not k.startswith("_")
+        }
+        taken = set(vars(self.module))
+        elements: dict[str, tuple[str, int]] = {}
+        for k, v in tuples.items():
+            for i, e in enumerate(v):
+                if e >= MIN_SIZE_VALUE:
+                    elements[c_name(f"{k}_{i}", taken)] = (k, i)
+        return {k: v for k, v in tuples.items() if any(t == k for t, _ in elements.values())}, elements
+
+    def set_constants(self, values: dict[str, int]) -> None:
+        """Set the module's constants, tuple elements rebuilt into their tuples."""
+        rebuilt = {k: list(v) for k, v in self.tuples.items()}
+        for k, v in values.items():
+            if k in self.elements:
+                t, i = self.elements[k]
+                rebuilt[t][i] = v
+            else:
+                setattr(self.module, k, v)
+        for k, parts in rebuilt.items():
+            setattr(self.module, k, type(self.tuples[k])(parts))
+
+    def tuple_parts(self, kept: set[str]) -> dict[str, list[str | int]]:
+        """Each tuple constant as the runtime rebuilds it: an element that is a size or a fixed
+        constant by its name, the others as the file's number."""
+        parts: dict[str, list[str | int]] = {k: list(v) for k, v in self.tuples.items()}
+        for e, (t, i) in self.elements.items():
+            if e in kept:
+                parts[t][i] = e
+        return parts
 
     def run(self, values: dict[str, int], device: str, dtype: Any = None) -> dict[str, Any]:
         """Run the module with these constants; return its tensors' facts (and the tensors)."""
         import torch
         from torch.utils.flop_counter import FlopCounterMode
 
-        for k, v in values.items():
-            setattr(self.module, k, v)
+        self.set_constants(values)
         torch.manual_seed(0)
         with torch.device(device):
             try:
@@ -204,10 +245,83 @@ def _elements(facts: dict[str, Any]) -> int:
     return total
 
 
+def _refuse_empty(mf: ModuleFile, facts: dict[str, Any]) -> None:
+    """A tensor of no elements at the file's sizes (`n = 0`) leaves nothing to compute or check."""
+    labelled = [(f"input {i}", s) for i, (_, s) in enumerate(facts["inputs"])]
+    labelled += [(f"parameter {k}", s) for k, _, s in facts["params"]]
+    labelled += [(f"output {i}", s) for i, (_, s) in enumerate(facts["outputs"])]
+    for what, shape in labelled:
+        if 0 in shape:
+            zeros = [k for k, v in vars(mf.module).items() if type(v) is int and v == 0 and not k.startswith("_")]
+            where = f" ({', '.join(f'{k} = 0' for k in zeros)} in {mf.path.name})" if zeros else ""
+            raise Refused(
+                f"{what} of {mf.path.name} has no elements at the file's sizes (shape {shape}){where}: there is "
+                "nothing to compute or check; give the sizes positive values"
+            )
+
+
+def _same(a: Any, b: Any) -> bool:
+    import torch
+
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return bool(torch.equal(a, b) or (a.is_floating_point() and torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)))
+
+
+def _refuse_random(mf: ModuleFile, values: dict[str, int]) -> None:
+    """The reference must be repeatable: forward twice on the same inputs gives the same outputs, or
+    a correct kernel would be judged against one random draw. Checked in float64 on the CPU."""
+    import torch
+
+    mf.set_constants(values)
+    torch.manual_seed(0)
+    try:
+        init = mf.module.get_init_inputs() if callable(getattr(mf.module, "get_init_inputs", None)) else []
+        model = mf.module.Model(*init).to(torch.float64)
+        inputs = [
+            x.to(torch.float64) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+            for x in mf.module.get_inputs()
+        ]
+
+        def call(seed: int) -> list[Any]:
+            torch.manual_seed(seed)
+            args = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]  # forward may write them
+            with torch.no_grad():
+                out = model(*args)
+            return list(out) if isinstance(out, list | tuple) else [out]
+
+        # Each call from another seed: at a tiny size two random draws can agree by chance (a dropout
+        # mask of 5 elements does once in 32), RANDOM_CALLS of them hardly ever.
+        runs = [call(seed) for seed in range(RANDOM_CALLS)]
+    except Exception:
+        return  # the runs before this one raise what there is to say about a forward that fails
+    first = runs[0]
+    for i, a in enumerate(first):
+        if all(_same(a, run[i]) for run in runs[1:]):
+            continue
+        which = f"output {i}" if len(first) > 1 else "its output"
+        dropout = [
+            f"{name} (p={m.p})"
+            for name, m in model.named_modules()
+            if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.training and m.p > 0
+        ]
+        if dropout:
+            cause = f"the dropout layer {', '.join(dropout)} is active (the module runs in training mode)"
+            fix = "set its p to 0.0 in the file"
+        else:
+            cause = "forward draws random numbers (torch.randn_like, torch.rand, F.dropout...)"
+            fix = "make forward deterministic (random values can come in as an input from get_inputs())"
+        raise Refused(
+            f"{mf.path.name}: forward gives different results on the same inputs ({which} differs between two calls): "
+            f"{cause}; a task needs a repeatable reference: {fix}"
+        )
+
+
 def probe(path: Path) -> dict[str, Any]:
     mf = ModuleFile(path)
     base_values = dict(mf.constants)
     base = mf.run(base_values, "meta")
+    _refuse_empty(mf, base)
     base_shapes = _shapes(base)
     # Which constants move which dimensions: each raised by one in turn.
     plus: dict[str, dict[str, Any]] = {}
@@ -228,7 +342,7 @@ def probe(path: Path) -> dict[str, Any]:
     if used_names([[flops_fit]]) - set(sizes):
         flops_fit = "0"  # the count moves with a constant no shape shows: not an expression of the sizes
     timing = {c: base_values[c] for c in sizes}
-    fixed = {c: v for c, v in base_values.items() if c not in sizes}
+    fixed = {c: v for c, v in base_values.items() if c not in sizes and c not in mf.elements}
     cases: list[dict[str, int]] = []
     for _label, rule in SMALL_RULES:
         point = {c: rule(v) for c, v in timing.items()}
@@ -251,6 +365,7 @@ def probe(path: Path) -> dict[str, Any]:
 
     if _elements(mf.run({**base_values, **smallest}, "meta")) <= REAL_RUN_MAX_ELEMENTS:
         mf.run({**base_values, **smallest}, "cpu", torch.float64)
+        _refuse_random(mf, {**base_values, **smallest})
     mf.run(base_values, "meta")
     taken = set(base_values)
     args = [a for a in base["forward_args"] if a not in ("args", "kwargs")]
@@ -278,6 +393,7 @@ def probe(path: Path) -> dict[str, Any]:
         "outputs": outputs,
         "returns_tuple": base["tuple"],
         "flops": flops_fit,
+        "tuples": mf.tuple_parts(set(timing)),
         "gpu_free_bytes": _gpu_free_bytes(),
     }
 

@@ -13,7 +13,7 @@ import sys
 import tomllib
 from collections.abc import Mapping
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -38,6 +38,8 @@ class Binding:
     fixed: dict[str, int]  # constants kept at the file's values
     returns_tuple: bool
     dtypes: dict[str, str]  # task buffer -> its dtype (bfloat16's host arrays hold bits, not values)
+    # Tuple constants holding sizes: each position the name of a size (or fixed constant) or a number.
+    tuples: dict[str, tuple[str | int, ...]] = field(default_factory=dict)
 
 
 def read_binding(folder: Path) -> Binding:
@@ -51,6 +53,7 @@ def read_binding(folder: Path) -> Binding:
         outputs=tuple(data["outputs"]),
         fixed=dict(data.get("fixed", {})),
         returns_tuple=bool(data.get("returns_tuple", len(data["outputs"]) > 1)),
+        tuples={k: tuple(v) for k, v in data.get("tuples", {}).items()},
     )
 
 
@@ -137,9 +140,14 @@ class ImportedModule:
             raise
 
     def set_sizes(self, sizes: Mapping[str, int | float]) -> None:
-        for k, v in {**self.binding.fixed, **sizes}.items():
+        values = {**self.binding.fixed, **sizes}
+        for k, v in values.items():
             if hasattr(self.module, k):
                 setattr(self.module, k, v)
+        for k, parts in self.binding.tuples.items():  # `shape = (batch, dim)` rebuilt from its sizes
+            if hasattr(self.module, k):
+                rebuilt = [values[p] if isinstance(p, str) else p for p in parts]
+                setattr(self.module, k, type(getattr(self.module, k))(rebuilt))
 
     def init_inputs(self) -> list[Any]:
         fn = getattr(self.module, "get_init_inputs", None)

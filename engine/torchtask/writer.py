@@ -33,8 +33,24 @@ _INT32_MAX = 2**31 - 1
 
 
 def default_name(facts: ModuleFacts) -> str:
-    stem = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in facts.source.stem)
+    return name_for(facts.source)
+
+
+def name_for(source: Path) -> str:
+    """The task name a module file gets when no --name is given."""
+    stem = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in source.stem)
     return stem if stem and not stem[0].isdigit() else f"module_{stem}"
+
+
+def check_destination(source: Path, root: Path, name: str | None = None) -> Path:
+    """The folder the task of `source` will be, checked before the module runs (a bad --name or a
+    folder already there is told at once, not after the import's seconds of work). Raises UserError."""
+    name = name or name_for(source)
+    check_task_name(name)
+    folder = Path(root) / name
+    if folder.exists():
+        raise UserError(f"{folder} already exists; choose another name with --name or remove that folder")
+    return folder
 
 
 def _q(text: str) -> str:
@@ -45,7 +61,7 @@ def _toml_list(values: list[str]) -> str:
     return "[" + ", ".join(_q(v) for v in values) + "]"
 
 
-def _toml_table(values: Mapping[str, int | str]) -> str:
+def _toml_table(values: Mapping[str, object]) -> str:
     return "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in values.items()) + " }"
 
 
@@ -115,6 +131,8 @@ def _description(facts: ModuleFacts) -> str:
             f"The sizes are the module's constants ({names}): any positive values, not only the file's; "
             "none is necessarily a multiple of a tile or vector width."
         )
+    for k, parts in facts.tuples.items():
+        lines.append(f"{k} in the file is the tuple ({', '.join(map(str, parts))}) of these sizes.")
     if facts.fixed:
         lines.append(
             "Constants kept at the file's values: " + ", ".join(f"{k} = {v}" for k, v in facts.fixed.items()) + "."
@@ -138,6 +156,14 @@ def _dtype_contract(facts: ModuleFacts) -> str:
             "a long sum accumulated in bf16 is off by percents and fails validation"
         )
     return text + "."
+
+
+def _where(facts: ModuleFacts, size: str) -> str:
+    """How the file spells a size: its own constant, or an element of a tuple constant."""
+    for k, parts in facts.tuples.items():
+        if size in parts:
+            return f"{k}[{parts.index(size)}]"
+    return size
 
 
 def _sizes_block(facts: ModuleFacts) -> tuple[dict[str, int], list[dict[str, int]]]:
@@ -175,7 +201,7 @@ def task_toml(name: str, facts: ModuleFacts) -> str:
         doc = (
             "a placeholder: the module has no size constants"
             if k == "unit" and not facts.sizes
-            else f"{k} in {facts.source.name}"
+            else f"{_where(facts, k)} in {facts.source.name}"
         )
         out.append(f"{k} = {{ type = {_q(ctype)}, doc = {_q(doc)} }}")
     for role, tensors in (("input", (*facts.inputs, *facts.params)), ("output", facts.outputs)):
@@ -208,6 +234,7 @@ def task_toml(name: str, facts: ModuleFacts) -> str:
         f"outputs = {_toml_list([t.name for t in facts.outputs])}",
         f"parameters = {_toml_table({t.name: t.path for t in facts.params})}",
         f"fixed = {_toml_table(facts.fixed)}",
+        f"tuples = {_toml_table({k: list(v) for k, v in facts.tuples.items()})}",
         f"returns_tuple = {'true' if len(facts.outputs) > 1 or facts.returns_tuple else 'false'}",
         "",
     ]
@@ -263,13 +290,19 @@ def baseline_files(name: str, facts: ModuleFacts, timing: dict[str, int]) -> tup
     return source, json.dumps(plan, indent=1) + "\n"
 
 
+def _in_user_terms(exc: TaskFileError) -> str:
+    """A load failure of the task just written, without the staging folder's path (it is gone when
+    the user reads the line) and with a buffer named as the module's tensor it stands for."""
+    parts = (exc.field or "").split(".")
+    if len(parts) >= 2 and parts[0] == "buffers":
+        return f"tensor {parts[1]}: {exc.problem}"
+    return exc.problem
+
+
 def write_task(facts: ModuleFacts, root: Path, name: str | None = None) -> Path:
     """Create root/NAME from the facts; return the folder. Nothing is left behind on a failure."""
     name = name or default_name(facts)
-    check_task_name(name)
-    folder = Path(root) / name
-    if folder.exists():
-        raise UserError(f"{folder} already exists; choose another name with --name or remove that folder")
+    folder = check_destination(facts.source, root, name)
     try:
         Path(root).mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
@@ -288,7 +321,7 @@ def write_task(facts: ModuleFacts, root: Path, name: str | None = None) -> Path:
         try:
             load_task(work)
         except TaskFileError as exc:  # a module this writer does not yet express: say so, write nothing
-            raise UserError(f"{facts.source.name} could not become a task: {exc}") from None
+            raise UserError(f"{facts.source.name} could not become a task: {_in_user_terms(exc)}") from None
         try:
             work.rename(folder)
         except OSError as exc:
