@@ -149,9 +149,8 @@ def _buffers(r: _Reader, known: set[str], taken: set[str]) -> tuple[BufferSpec, 
         dtype = r.get(spec, "dtype", str, f"{field}.dtype")
         if dtype not in DTYPES:
             raise r.fail(f"{field}.dtype", f"{dtype!r} unknown; one of {sorted(DTYPES)}")
+        # An empty shape is a 0-d tensor: one element (a loss, a count, a scalar parameter).
         shape = r.get(spec, "shape", list, f"{field}.shape")
-        if not shape:
-            raise r.fail(f"{field}.shape", "must list at least one dimension")
         dims = tuple(_check_expr(r, d, f"{field}.shape[{i}]", known) for i, d in enumerate(shape))
         role = r.get(spec, "role", str, f"{field}.role")
         if role not in ("input", "output"):
@@ -251,6 +250,8 @@ def _pytorch(r: _Reader, folder: Path, buffers: tuple[BufferSpec, ...], scalars:
     if not _inside(r, folder, module, "pytorch.module").is_file():
         raise r.fail("pytorch.module", f"{folder / module} is missing")
     roles = {b.name: b.role for b in buffers}
+    # forward's arguments are input buffers, or task scalars where get_inputs() returns a number.
+    roles.update({s.name: "input" for s in scalars})
     named = [*r.get(t, "inputs", list, "pytorch.inputs"), *r.get(t, "parameters", dict, "pytorch.parameters", {})]
     for field, names, role in (
         ("pytorch.inputs", named, "input"),

@@ -49,6 +49,17 @@ class TensorFacts:
 
 
 @dataclass(frozen=True)
+class NumberFacts:
+    """A Python number among get_inputs(): a task scalar, constant or given per size case."""
+
+    name: str
+    position: int  # in get_inputs()
+    type: str  # int32 | int64 | float64 for a constant; "size" when it follows the sizes
+    value: int | float | None = None  # a constant's value
+    per_case: tuple[int, ...] = ()  # the validation cases' values, then the timing size's
+
+
+@dataclass(frozen=True)
 class ModuleFacts:
     """What the child found: every tensor's name, dtype and shape, the size constants and cases."""
 
@@ -64,6 +75,8 @@ class ModuleFacts:
     gpu_free_bytes: int | None = None  # the GPU's free memory where the child saw one
     # Tuple constants holding sizes (`shape = (batch, dim)`): each position a size's name or a number.
     tuples: dict[str, tuple[str | int, ...]] = field(default_factory=dict)
+    numbers: tuple[NumberFacts, ...] = ()
+    forward_inputs: tuple[str, ...] = ()  # forward's arguments in order: buffer and scalar names
 
     @classmethod
     def from_json(cls, source: Path, data: dict[str, Any]) -> ModuleFacts:
@@ -82,6 +95,11 @@ class ModuleFacts:
             returns_tuple=bool(data.get("returns_tuple", False)),
             gpu_free_bytes=data.get("gpu_free_bytes"),
             tuples={k: tuple(v) for k, v in data.get("tuples", {}).items()},
+            numbers=tuple(
+                NumberFacts(n["name"], n["position"], n["type"], n.get("value"), tuple(n.get("per_case", ())))
+                for n in data.get("numbers", [])
+            ),
+            forward_inputs=tuple(data.get("forward_inputs", ())),
         )
 
 

@@ -24,6 +24,7 @@ from cuda_llm.engine.task.dtypes import DTYPES, dtype_of_torch
 from cuda_llm.engine.torchtask.child import end_tree
 from cuda_llm.engine.torchtask.shapes import agrees, fit_shape, used_names
 
+_INT32_MAX = 2**31 - 1
 # Integer constants below this are kernel sizes, strides, axes or counts of heads, not sizes a
 # user scales: changing them changes what the module computes, so they stay at the file's value.
 MIN_SIZE_VALUE = 8
@@ -108,7 +109,7 @@ def _dtype(t: Any, what: str) -> str:
 
 
 class ModuleFile:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, tuples: bool = True) -> None:
         import importlib.util
 
         self.path = path
@@ -132,7 +133,7 @@ class ModuleFile:
             for k, v in vars(self.module).items()
             if type(v) is int and not k.startswith("_") and v >= MIN_SIZE_VALUE
         }
-        self.tuples, self.elements = self._tuple_constants()
+        self.tuples, self.elements = self._tuple_constants() if tuples else ({}, {})
         self.constants.update({e: self.tuples[t][i] for e, (t, i) in self.elements.items()})
 
     def _tuple_constants(self) -> tuple[dict[str, tuple[int, ...] | list[int]], dict[str, tuple[str, int]]]:
@@ -196,23 +197,23 @@ class ModuleFile:
         if not isinstance(inputs, list | tuple):
             raise Refused(f"get_inputs() returns a {type(inputs).__name__}, not a list of tensors")
         for i, x in enumerate(inputs):
-            if not isinstance(x, torch.Tensor):
+            if not isinstance(x, torch.Tensor) and not is_number(x):
                 raise Refused(
-                    f"get_inputs() item {i} is a {type(x).__name__}, not a tensor: only tensors become task "
-                    "buffers (make it a module constant or a Model argument)"
+                    f"get_inputs() item {i} is a {type(x).__name__}, not a tensor or a number: only tensors become "
+                    "task buffers and numbers scalars (make it a module constant or a Model argument)"
                 )
         model = model.to(device)
-        inputs = [x.to(device) for x in inputs]
+        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
         if dtype is not None:
             model = model.to(dtype)
-            inputs = [x.to(dtype) if x.is_floating_point() else x for x in inputs]
+            inputs = [x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
         state = dict(model.named_parameters(remove_duplicate=False)) | dict(model.named_buffers(remove_duplicate=False))
         counter = FlopCounterMode(display=False)
         try:
             with torch.no_grad(), counter:
                 out = model(*inputs)
         except Exception as exc:
-            nbytes = sum(x.numel() * x.element_size() for x in inputs)
+            nbytes = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
             if device == "meta" and nbytes <= CPU_FALLBACK_MAX_BYTES:
                 return self.run(values, "cpu", dtype)  # an op the meta device cannot run (.item(), ...)
             raise Refused(f"forward raised {type(exc).__name__}: {exc}") from None
@@ -222,13 +223,78 @@ class ModuleFile:
                 what = type(out).__name__ if o is out else f"a {type(out).__name__} holding a {type(o).__name__}"
                 raise Refused(f"forward returns {what} (item {i}), not a tensor or a tuple of tensors")
         return {
-            "inputs": [(_dtype(x, f"input {i}"), list(x.shape)) for i, x in enumerate(inputs)],
+            "inputs": [(_dtype(x, f"input {i}"), list(x.shape)) for i, x in enumerate(inputs) if not is_number(x)],
+            "input_positions": [i for i, x in enumerate(inputs) if not is_number(x)],
             "params": [(k, _dtype(t, f"parameter {k}"), list(t.shape)) for k, t in state.items()],
             "outputs": [(_dtype(o, f"output {i}"), list(o.shape)) for i, o in enumerate(outs)],
             "flops": int(counter.get_total_flops()),
             "tuple": isinstance(out, list | tuple),
             "forward_args": list(inspect.signature(model.forward).parameters),
         }
+
+
+def is_number(x: Any) -> bool:
+    """A Python number among get_inputs(): a scalar argument of the task (bool is not one)."""
+    return type(x) in (int, float)
+
+
+def _numbers_at(mf: ModuleFile, values: dict[str, int], seed: int = 0) -> dict[int, int | float]:
+    """The numbers get_inputs() returns at these constants, by position (on the meta device: no
+    tensor memory is spent)."""
+    import torch
+
+    mf.set_constants(values)
+    torch.manual_seed(seed)
+    with torch.device("meta"):
+        inputs = mf.module.get_inputs()
+    return {i: x for i, x in enumerate(inputs) if is_number(x)}
+
+
+def _number_inputs(
+    mf: ModuleFile,
+    base: dict[str, int],
+    timing: dict[str, int],
+    cases: list[dict[str, int]],
+    args: list[str],
+    taken: set[str],
+) -> list[dict[str, Any]]:
+    """Python numbers among get_inputs() as task scalars: a number the same at every size is a
+    constant (int or float), an integer that follows the sizes is given per case like a size. One
+    that changes between calls, or a float that changes with the sizes, cannot be passed honestly."""
+    first = _numbers_at(mf, base)
+    if not first:
+        return []
+    again = _numbers_at(mf, base, seed=1)
+    per_case = [_numbers_at(mf, {**base, **c}) for c in cases]
+    out = []
+    for pos, value in first.items():
+        label = f"get_inputs() item {pos} ({type(value).__name__} {value!r})"
+        if again.get(pos) != value:
+            raise Refused(
+                f"{label} changes between two calls at the same sizes: a task's scalar must be repeatable; "
+                "make it a constant or draw it from the sizes"
+            )
+        name = c_name(args[pos] if pos < len(args) else f"in{pos}", taken)
+        values = [n.get(pos) for n in per_case]
+        if all(v == value and type(v) is type(value) for v in values):
+            ctype = "float64" if type(value) is float else ("int32" if abs(value) <= _INT32_MAX else "int64")
+            out.append({"name": name, "position": pos, "type": ctype, "value": value})
+            continue
+        if type(value) is float or not all(type(v) is int and v >= 1 for v in [value, *values]):
+            raise Refused(
+                f"{label} changes with the sizes ({', '.join(map(repr, values))} at the smaller cases): a task "
+                "passes a varying scalar only as a positive integer; make it a constant"
+            )
+        out.append({"name": name, "position": pos, "type": "size", "per_case": [*values, value]})
+    mf.set_constants(timing)
+    return out
+
+
+def _forward_inputs(positions: list[int], tensors: list[dict[str, Any]], numbers: list[dict[str, Any]]) -> list[str]:
+    """forward's arguments in order: the names of the task buffers and scalars they are."""
+    by_pos = {p: t["name"] for p, t in zip(positions, tensors, strict=True)}
+    by_pos.update({n["position"]: n["name"] for n in numbers})
+    return [by_pos[p] for p in sorted(by_pos)]
 
 
 def _shapes(facts: dict[str, Any]) -> list[list[int]]:
@@ -317,8 +383,20 @@ def _refuse_random(mf: ModuleFile, values: dict[str, int]) -> None:
         )
 
 
-def probe(path: Path) -> dict[str, Any]:
-    mf = ModuleFile(path)
+def probe_file(path: Path) -> dict[str, Any]:
+    """probe(), with sizes in tuple constants varied where the module still computes at the smaller
+    sizes; else as written. A tuple may repeat another constant (`input_shape = (num_classes,)`
+    beside targets drawn below num_classes): varied alone, the real run fails, and it stays fixed."""
+    try:
+        return probe(path)
+    except Refused:
+        if not ModuleFile(path).elements:
+            raise
+    return probe(path, tuples=False)
+
+
+def probe(path: Path, tuples: bool = True) -> dict[str, Any]:
+    mf = ModuleFile(path, tuples)
     base_values = dict(mf.constants)
     base = mf.run(base_values, "meta")
     _refuse_empty(mf, base)
@@ -370,8 +448,10 @@ def probe(path: Path) -> dict[str, Any]:
     taken = set(base_values)
     args = [a for a in base["forward_args"] if a not in ("args", "kwargs")]
     inputs = []
+    numbers = _number_inputs(mf, base_values, timing, cases, args, taken | set(vars(mf.module)))
     for i, (dtype, _shape) in enumerate(base["inputs"]):
-        name = c_name(args[i] if i < len(args) else f"in{i}", taken)
+        pos = base["input_positions"][i]
+        name = c_name(args[pos] if pos < len(args) else f"in{pos}", taken)
         inputs.append({"name": name, "dtype": dtype, "shape": list(fits[i])})
     k = len(inputs)
     params = []
@@ -394,6 +474,8 @@ def probe(path: Path) -> dict[str, Any]:
         "returns_tuple": base["tuple"],
         "flops": flops_fit,
         "tuples": mf.tuple_parts(set(timing)),
+        "numbers": numbers,
+        "forward_inputs": _forward_inputs(base["input_positions"], inputs, numbers),
         "gpu_free_bytes": _gpu_free_bytes(),
     }
 
@@ -428,7 +510,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     path = Path(argv[0])
     try:
-        result: dict[str, Any] = probe(path)
+        result: dict[str, Any] = probe_file(path)
     except Refused as exc:
         result = {"error": _out_of_memory(path, exc) or str(exc)}
     except Exception as exc:  # the user's code failed somewhere we did not foresee: still one line

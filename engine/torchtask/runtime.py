@@ -66,7 +66,7 @@ def bits_view(torch: Any, dtype: str) -> Any:
 
 def to_torch(torch: Any, array: np.ndarray, dtype: str) -> Any:
     """A host array of a task dtype as a CPU tensor of that dtype (bf16 bits reinterpreted, exactly)."""
-    a = np.ascontiguousarray(array)
+    a = np.asarray(array, order="C")  # ascontiguousarray would make a 0-d array 1-d
     via = bits_view(torch, dtype)
     if via is None:
         return torch.from_numpy(a)
@@ -168,7 +168,11 @@ class ImportedModule:
         torch.manual_seed(int(rng.integers(0, 2**62)))
         model = self.build(sizes)
         inputs = self.module.get_inputs()
-        out = {name: to_numpy(torch, t) for name, t in zip(self.binding.inputs, inputs, strict=True)}
+        out = {
+            name: to_numpy(torch, t)
+            for name, t in zip(self.binding.inputs, inputs, strict=True)
+            if isinstance(t, torch.Tensor)  # a number is a task scalar: the sizes carry it
+        }
         state = self.state_of(model)
         for name, path in self.binding.parameters.items():
             out[name] = to_numpy(torch, state[path])
@@ -217,7 +221,7 @@ class ImportedModule:
 
         try:
             model = self.build(sizes, device).to(tdtype)
-            args = [tensor(name) for name in self.binding.inputs]
+            args = [tensor(name) if name in inputs else sizes[name] for name in self.binding.inputs]
             params = {path: tensor(name) for name, path in self.binding.parameters.items()}
             with _casts_to(torch, tdtype):
                 outs = self.forward(model, sizes, args, params)
