@@ -24,20 +24,9 @@ from cuda_llm.engine.task.loader import load_task
 from cuda_llm.engine.task.model import Tolerance
 from cuda_llm.engine.task.reference import load_reference
 
-KB_LIKE = Path(__file__).resolve().parent / "kb_like"
-KB_REPLIES = KB_LIKE / "replies"
-KB_NAMES = sorted(p.stem for p in KB_LIKE.glob("*.py"))
+from .conftest import KB_NAMES, KB_REPLIES
+
 LOSSES = ["cross_entropy_loss", "hinge_loss", "huber_loss", "kl_div_loss", "mse_loss", "triplet_margin_loss"]
-
-
-@pytest.fixture(scope="session")
-def kb_imported(tmp_path_factory) -> dict[str, Path]:
-    """Every kb_like module imported once (each import starts PyTorch in a child: seconds)."""
-    pytest.importorskip("torch")
-    from cuda_llm.engine.torchtask.importer import import_module
-
-    root = tmp_path_factory.mktemp("kb_like")
-    return {name: import_module(KB_LIKE / f"{name}.py", root).folder for name in KB_NAMES}
 
 
 def shapes(folder: Path) -> dict[str, tuple[str, str, tuple[str, ...]]]:
