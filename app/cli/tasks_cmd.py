@@ -6,6 +6,7 @@ import argparse
 import shutil
 from pathlib import Path
 
+from cuda_llm.app.cli.argtypes import positive_float
 from cuda_llm.app.cli.output import error, human_bytes, print_json, table
 
 # Marks a user task that has a built-in task's name (and so replaces it everywhere).
@@ -227,7 +228,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--force", action="store_true", help="allow a built-in task's name (yours then replaces it)")
     i.add_argument(
         "--gpu-memory",
-        type=float,
+        type=positive_float,
         metavar="GIB",
         help="check the problem fits a GPU with this much free memory (default: this machine's GPU, if any)",
     )

@@ -62,6 +62,8 @@ def host_values(got: np.ndarray, dtype: str | None = None) -> np.ndarray:
     (bfloat16 in uint16) decoded exactly, any other array as it is."""
     if dtype == "bfloat16" and got.dtype == np.uint16:
         return bfloat16.to_float32(got)
+    if got.dtype == np.bool_:  # the bytes the kernel wrote: NumPy reads any non-zero byte as True
+        return got.view(np.uint8)
     return got
 
 

@@ -135,7 +135,7 @@ class EagerProgram:
             model = self._model(task, case) if compiled is None else compiled.model
         except Exception as exc:
             raise LibraryError(f"{EAGER_NAME} could not build the module: {type(exc).__name__}: {exc}") from None
-        args = [tensors[n] for n in binding.inputs]
+        args = [tensors[n] if n in tensors else sizes[n] for n in binding.inputs]  # a scalar: its value
         # A module's buffers may change as it runs (BatchNorm's running statistics in training mode):
         # it gets a copy of them, so the task's input buffers stay as the harness wrote them.
         changing = {path for path, _ in model.named_buffers(remove_duplicate=False)}

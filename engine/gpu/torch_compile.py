@@ -170,7 +170,7 @@ def _compile_and_run(
         return to_torch(torch, inputs[name], dtypes[name]).to(device)
 
     with torch.cuda.stream(program.stream):
-        args = [tensor(n) for n in binding.inputs]
+        args = [tensor(n) if n in inputs else sizes[n] for n in binding.inputs]  # a scalar: its value
         params = {path: tensor(n) for n, path in binding.parameters.items()}
         outs = compiled(sizes, args, params)
         got = {name: to_numpy(torch, o) for name, o in zip(binding.outputs, outs, strict=True)}

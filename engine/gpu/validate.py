@@ -49,7 +49,7 @@ def poison(ctx: Context, buf: DeviceBuffer, dtype: str) -> None:
     if d.itemsize == 2:
         ctx.fill16(buf, d.poison or HALF_POISON)
     else:
-        ctx.fill32(buf, (d.poison or INT_POISON) & 0xFFFFFFFF)  # an 8-byte poison is one word twice
+        ctx.fill32(buf, _poison_word(dtype))
 
 
 def poison_rows(ctx: Context, ptr: int, pitch: int, rows: int, nbytes: int, dtype: str) -> None:
@@ -59,7 +59,16 @@ def poison_rows(ctx: Context, ptr: int, pitch: int, rows: int, nbytes: int, dtyp
     if d.itemsize == 2:
         ctx.fill_rows16(ptr, pitch, d.poison or HALF_POISON, -(-nbytes // 2), rows)
     else:
-        ctx.fill_rows32(ptr, pitch, (d.poison or INT_POISON) & 0xFFFFFFFF, -(-nbytes // 4), rows)
+        ctx.fill_rows32(ptr, pitch, _poison_word(dtype), -(-nbytes // 4), rows)
+
+
+def _poison_word(dtype: str) -> int:
+    """The 32-bit word a 1-, 4- or 8-byte output is filled with: an 8-byte poison is one word twice,
+    a byte's (bool's) four times."""
+    d = DTYPES[dtype]
+    if d.itemsize == 1 and d.poison is not None:
+        return d.poison * 0x01010101
+    return (d.poison or INT_POISON) & 0xFFFFFFFF
 
 
 def task_bytes(task: Task, case: SizeCase) -> int:

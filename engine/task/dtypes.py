@@ -18,6 +18,8 @@ WORD_POISON = 0x7FBADBAD
 # For 2-byte elements: a NaN in fp16 (exponent 0x1F) and bf16 (exponent 0xFF) alike, with the same
 # leading bits.
 HALF_POISON = 0x7FBA
+# For bool elements: a byte that is neither 0 nor 1.
+BOOL_POISON = 0xBA
 
 
 @dataclass(frozen=True)
@@ -246,6 +248,21 @@ DTYPES: dict[str, DType] = {
             poison=None,
             compare_bits="unsigned char",
             to_double="(double)(signed char)b",
+            output_rule=_EXACT,
+        ),
+        # One byte per element holding 0 or 1 (PyTorch's and C++'s layout). Its poison is a byte no
+        # bool holds, so unlike the other byte types an unwritten element is recognisable.
+        DType(
+            "bool",
+            "bool",
+            "bool",
+            1,
+            False,
+            frozenset({"bool", "uchar4", "uchar2", "unsigned int", "uint4"}) | _BYTES,
+            torch="bool",
+            poison=BOOL_POISON,
+            compare_bits="unsigned char",
+            to_double="(double)b",
             output_rule=_EXACT,
         ),
     )

@@ -149,9 +149,8 @@ def _buffers(r: _Reader, known: set[str], taken: set[str]) -> tuple[BufferSpec, 
         dtype = r.get(spec, "dtype", str, f"{field}.dtype")
         if dtype not in DTYPES:
             raise r.fail(f"{field}.dtype", f"{dtype!r} unknown; one of {sorted(DTYPES)}")
+        # An empty shape is a 0-d tensor: one element (a loss, a count, a scalar parameter).
         shape = r.get(spec, "shape", list, f"{field}.shape")
-        if not shape:
-            raise r.fail(f"{field}.shape", "must list at least one dimension")
         dims = tuple(_check_expr(r, d, f"{field}.shape[{i}]", known) for i, d in enumerate(shape))
         role = r.get(spec, "role", str, f"{field}.role")
         if role not in ("input", "output"):
@@ -238,19 +237,21 @@ def _roofline(r: _Reader, known: set[str]) -> Roofline:
     )
 
 
-def _pytorch(r: _Reader, folder: Path, buffers: tuple[BufferSpec, ...]) -> str | None:
+def _pytorch(r: _Reader, folder: Path, buffers: tuple[BufferSpec, ...], scalars: tuple[ScalarSpec, ...]) -> str | None:
     """The [pytorch] table of an imported task (engine/torchtask/): which buffer is which of the
     module's tensors. None for a task written by hand."""
     t = r.get(r.data, "pytorch", dict, "pytorch", None)
     if t is None:
         return None
-    unknown = set(t) - {"module", "inputs", "outputs", "parameters", "fixed", "returns_tuple"}
+    unknown = set(t) - {"module", "inputs", "outputs", "parameters", "fixed", "returns_tuple", "tuples"}
     if unknown:
         raise r.fail("pytorch", f"unknown key(s) {sorted(unknown)}")
     module = r.get(t, "module", str, "pytorch.module")
     if not _inside(r, folder, module, "pytorch.module").is_file():
         raise r.fail("pytorch.module", f"{folder / module} is missing")
     roles = {b.name: b.role for b in buffers}
+    # forward's arguments are input buffers, or task scalars where get_inputs() returns a number.
+    roles.update({s.name: "input" for s in scalars})
     named = [*r.get(t, "inputs", list, "pytorch.inputs"), *r.get(t, "parameters", dict, "pytorch.parameters", {})]
     for field, names, role in (
         ("pytorch.inputs", named, "input"),
@@ -259,6 +260,10 @@ def _pytorch(r: _Reader, folder: Path, buffers: tuple[BufferSpec, ...]) -> str |
         for n in names:
             if roles.get(n) != role:
                 raise r.fail(field, f"{n!r} is not an {role} buffer of this task")
+    names = {s.name for s in scalars} | set(r.get(t, "fixed", dict, "pytorch.fixed", {}))
+    for k, parts in r.get(t, "tuples", dict, "pytorch.tuples", {}).items():
+        if not isinstance(parts, list) or not all(isinstance(p, int) or p in names for p in parts):
+            raise r.fail(f"pytorch.tuples.{k}", "must list integers and the names of sizes or fixed constants")
     return module
 
 
@@ -348,5 +353,5 @@ def load_task(folder: Path | str, settings: ValidationSettings | None = None) ->
         baseline_plan=plan,
         folder=folder,
         fingerprint=_fingerprint(folder),
-        pytorch_module=_pytorch(r, folder, buffers),
+        pytorch_module=_pytorch(r, folder, buffers, scalars),
     )

@@ -52,7 +52,7 @@ class Reference:
         for b in self.task.inputs:
             if b.name not in made:
                 raise TaskFileError(self.task.reference_file, "generate()", f"did not return input {b.name!r}")
-            arr = np.ascontiguousarray(made[b.name])
+            arr = np.asarray(made[b.name], order="C")  # ascontiguousarray would make a 0-d input 1-d
             want_shape = b.shape_for(env)
             want_dtype = np.dtype(DTYPES[b.dtype].numpy)
             if arr.dtype != want_dtype or arr.shape != want_shape:

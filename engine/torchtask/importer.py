@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuda_llm.engine.torchtask.inspect_module import ImportRefused, inspect_module
-from cuda_llm.engine.torchtask.memory import fit_refusal, gib, memory_need
-from cuda_llm.engine.torchtask.writer import write_task
+from cuda_llm.engine.torchtask.memory import LARGEST_GPU_BYTES, LARGEST_GPU_NAME, fit_refusal, gib, memory_need
+from cuda_llm.engine.torchtask.writer import check_destination, write_task
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,7 @@ class Imported:
 
 def import_module(path: Path, root: Path, name: str | None = None, gpu_memory_bytes: int | None = None) -> Imported:
     """Inspect `path` in a child process, check it fits the GPU, write root/NAME. Raises UserError."""
+    check_destination(path, root, name)
     facts = inspect_module(path)
     free = gpu_memory_bytes if gpu_memory_bytes is not None else facts.gpu_free_bytes
     need = memory_need(facts)
@@ -30,6 +31,10 @@ def import_module(path: Path, root: Path, name: str | None = None, gpu_memory_by
             raise ImportRefused(refusal)
         note = f"needs about {gib(need.required)} of GPU memory, {gib(free)} available"
     else:
+        # No card here to check against: still none made can judge a problem larger than the largest.
+        refusal = fit_refusal(facts, LARGEST_GPU_BYTES, LARGEST_GPU_NAME)
+        if refusal:
+            raise ImportRefused(refusal)
         note = f"needs about {gib(need.required)} of GPU memory (no GPU here to check; --gpu-memory GIB checks a card)"
     folder = write_task(facts, root, name)
     return Imported(folder, facts.sizes, len(facts.validation), need.required, note)

@@ -6,15 +6,15 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.core.secrets import without_secrets
 from cuda_llm.engine.torchtask import INSTALL_HINT
+from cuda_llm.engine.torchtask.child import ChildRun, run_bounded
 
 # Importing PyTorch alone takes seconds on a busy machine; the probes run on the meta device and
 # one small real run: a minute is a file that hangs, not one that is slow.
@@ -49,6 +49,17 @@ class TensorFacts:
 
 
 @dataclass(frozen=True)
+class NumberFacts:
+    """A Python number among get_inputs(): a task scalar, constant or given per size case."""
+
+    name: str
+    position: int  # in get_inputs()
+    type: str  # int32 | int64 | float64 for a constant; "size" when it follows the sizes
+    value: int | float | None = None  # a constant's value
+    per_case: tuple[int, ...] = ()  # the validation cases' values, then the timing size's
+
+
+@dataclass(frozen=True)
 class ModuleFacts:
     """What the child found: every tensor's name, dtype and shape, the size constants and cases."""
 
@@ -62,6 +73,10 @@ class ModuleFacts:
     flops: str
     returns_tuple: bool = False  # forward returns a tuple (of one tensor, perhaps)
     gpu_free_bytes: int | None = None  # the GPU's free memory where the child saw one
+    # Tuple constants holding sizes (`shape = (batch, dim)`): each position a size's name or a number.
+    tuples: dict[str, tuple[str | int, ...]] = field(default_factory=dict)
+    numbers: tuple[NumberFacts, ...] = ()
+    forward_inputs: tuple[str, ...] = ()  # forward's arguments in order: buffer and scalar names
 
     @classmethod
     def from_json(cls, source: Path, data: dict[str, Any]) -> ModuleFacts:
@@ -79,6 +94,12 @@ class ModuleFacts:
             flops=str(data["flops"]),
             returns_tuple=bool(data.get("returns_tuple", False)),
             gpu_free_bytes=data.get("gpu_free_bytes"),
+            tuples={k: tuple(v) for k, v in data.get("tuples", {}).items()},
+            numbers=tuple(
+                NumberFacts(n["name"], n["position"], n["type"], n.get("value"), tuple(n.get("per_case", ())))
+                for n in data.get("numbers", [])
+            ),
+            forward_inputs=tuple(data.get("forward_inputs", ())),
         )
 
 
@@ -90,27 +111,34 @@ def inspect_module(path: Path, timeout_s: float = PROBE_TIMEOUT_S) -> ModuleFact
     missing = torch_missing()
     if missing:
         raise ImportRefused(missing)
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "cuda_llm.engine.torchtask.probe", str(path.resolve())],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            cwd=path.resolve().parent,
-            env=without_secrets(os.environ),  # it runs a module file: it needs no key
-        )
-    except subprocess.TimeoutExpired:
+    run = run_bounded(
+        [sys.executable, "-m", "cuda_llm.engine.torchtask.probe", str(path.resolve())],
+        cwd=path.resolve().parent,
+        env=without_secrets(os.environ),  # it runs a module file: it needs no key
+        timeout_s=timeout_s,
+    )
+    if run.timed_out:
         raise ImportRefused(
             f"{path.name} did not finish loading within {timeout_s:.0f} s (does importing it or get_inputs() hang?)"
-        ) from None
-    lines = done.stdout.strip().splitlines()
+        )
     try:
-        data = json.loads(lines[-1]) if lines else None
+        data = json.loads(run.result) if run.result else None
     except json.JSONDecodeError:
         data = None
     if not isinstance(data, dict):
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise ImportRefused(f"{path.name}: loading it ended the process (exit {done.returncode}): {tail}")
+        raise ImportRefused(_ended_early(path, run))
     if "error" in data:
         raise ImportRefused(str(data["error"]))
     return ModuleFacts.from_json(path, data)
+
+
+def _ended_early(path: Path, run: ChildRun) -> str:
+    """The one line for a child that ended without an answer."""
+    tail = (run.stderr_tail.strip().splitlines() or ["no output"])[-1]
+    if "MemoryError" in tail or "can't allocate memory" in tail:
+        return (
+            f"{path.name} needed more than {run.memory_limit / 2**30:.0f} GiB of memory while loading (the importer's "
+            "limit): make what importing it, Model(...) or get_inputs() allocate smaller"
+        )
+    how = f"signal {-run.returncode}" if run.returncode < 0 else f"exit {run.returncode}"
+    return f"{path.name}: loading it ended the process ({how}): {tail}"

@@ -21,6 +21,10 @@ PROFILE_COPIES = 5
 VALIDATION_COPIES = 2
 # float64 inputs, parameters and outputs, plus as much again for the module's intermediates.
 REFERENCE_COPIES = 2
+# Where no GPU answers (a CPU machine), a problem is still refused when no GPU made could judge it:
+# the CUDA GPU with the most memory today.
+LARGEST_GPU_NAME = "B300"
+LARGEST_GPU_BYTES = 288 * 10**9
 
 
 def _bytes(t: TensorFacts, sizes: dict[str, int], itemsize: int | None = None) -> int:
@@ -53,8 +57,9 @@ def gib(n: int) -> str:
     return f"{n / 2**30:.1f} GiB"
 
 
-def fit_refusal(facts: ModuleFacts, free_bytes: int) -> str | None:
-    """One line when the problem does not fit `free_bytes` of GPU memory, else None."""
+def fit_refusal(facts: ModuleFacts, free_bytes: int, largest: str | None = None) -> str | None:
+    """One line when the problem does not fit `free_bytes` of GPU memory, else None. With `largest`
+    (the name of the GPU with the most memory made), `free_bytes` is that GPU's whole memory."""
     need = memory_need(facts)
     if need.required <= free_bytes:
         return None
@@ -63,7 +68,8 @@ def fit_refusal(facts: ModuleFacts, free_bytes: int) -> str | None:
         if need.lower
         else f"make the tensors of {facts.source.name} smaller"
     )
+    room = f"more than any GPU has ({largest}: {gib(free_bytes)})" if largest else f"{gib(free_bytes)} is free"
     return (
         f"{facts.source.name} does not fit: at its own sizes its tensors take {gib(need.buffers)} and judging it "
-        f"needs about {gib(need.required)} of GPU memory, {gib(free_bytes)} is free; {what} and import it again"
+        f"needs about {gib(need.required)} of GPU memory, {room}; {what} and import it again"
     )

@@ -13,7 +13,7 @@ import sys
 import tomllib
 from collections.abc import Mapping
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -38,6 +38,8 @@ class Binding:
     fixed: dict[str, int]  # constants kept at the file's values
     returns_tuple: bool
     dtypes: dict[str, str]  # task buffer -> its dtype (bfloat16's host arrays hold bits, not values)
+    # Tuple constants holding sizes: each position the name of a size (or fixed constant) or a number.
+    tuples: dict[str, tuple[str | int, ...]] = field(default_factory=dict)
 
 
 def read_binding(folder: Path) -> Binding:
@@ -51,6 +53,7 @@ def read_binding(folder: Path) -> Binding:
         outputs=tuple(data["outputs"]),
         fixed=dict(data.get("fixed", {})),
         returns_tuple=bool(data.get("returns_tuple", len(data["outputs"]) > 1)),
+        tuples={k: tuple(v) for k, v in data.get("tuples", {}).items()},
     )
 
 
@@ -63,7 +66,7 @@ def bits_view(torch: Any, dtype: str) -> Any:
 
 def to_torch(torch: Any, array: np.ndarray, dtype: str) -> Any:
     """A host array of a task dtype as a CPU tensor of that dtype (bf16 bits reinterpreted, exactly)."""
-    a = np.ascontiguousarray(array)
+    a = np.asarray(array, order="C")  # ascontiguousarray would make a 0-d array 1-d
     via = bits_view(torch, dtype)
     if via is None:
         return torch.from_numpy(a)
@@ -148,9 +151,14 @@ class ImportedModule:
             raise
 
     def set_sizes(self, sizes: Mapping[str, int | float]) -> None:
-        for k, v in {**self.binding.fixed, **sizes}.items():
+        values = {**self.binding.fixed, **sizes}
+        for k, v in values.items():
             if hasattr(self.module, k):
                 setattr(self.module, k, v)
+        for k, parts in self.binding.tuples.items():  # `shape = (batch, dim)` rebuilt from its sizes
+            if hasattr(self.module, k):
+                rebuilt = [values[p] if isinstance(p, str) else p for p in parts]
+                setattr(self.module, k, type(getattr(self.module, k))(rebuilt))
 
     def init_inputs(self) -> list[Any]:
         fn = getattr(self.module, "get_init_inputs", None)
@@ -185,6 +193,7 @@ class ImportedModule:
         out = {
             name: torch.as_tensor(t).detach().to(device).contiguous()
             for name, t in zip(self.binding.inputs, made, strict=True)
+            if isinstance(t, torch.Tensor)  # a number is a task scalar: the sizes carry it
         }
         state = self.state_of(model)
         for name, path in self.binding.parameters.items():
@@ -202,9 +211,13 @@ class ImportedModule:
             return t.to(torch.float64) if t.is_floating_point() else t
 
         model = self.build(sizes, str(device)).to(torch.float64)
-        args = [wide(inputs[name]) for name in self.binding.inputs]
+        # A Python number among get_inputs() is a task scalar: the sizes carry its value.
+        args = [wide(inputs[name]) if name in inputs else sizes[name] for name in self.binding.inputs]
         params = {path: wide(inputs[name]) for name, path in self.binding.parameters.items()}
-        outs = self.forward(model, sizes, args, params)
+        # The module's own casts (.to(torch.float32), .bfloat16(), dtype=) give float64 here too, as
+        # on the host path: the reference is the module's math without its rounding.
+        with _casts_to(torch, torch.float64):
+            outs = self.forward(model, sizes, args, params)
         del args, params, model  # the float64 copies of the inputs go before the results are kept
         # float64 whatever the output's dtype: the comparison reads the reference as float64, as it
         # reads the host path's (engine/gpu/reference_cache.py).
@@ -255,7 +268,7 @@ class ImportedModule:
 
         try:
             model = self.build(sizes, device).to(tdtype)
-            args = [tensor(name) for name in self.binding.inputs]
+            args = [tensor(name) if name in inputs else sizes[name] for name in self.binding.inputs]
             params = {path: tensor(name) for name, path in self.binding.parameters.items()}
             with _casts_to(torch, tdtype):
                 outs = self.forward(model, sizes, args, params)

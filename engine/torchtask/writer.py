@@ -28,13 +28,31 @@ from cuda_llm.engine.torchtask.inspect_module import ModuleFacts, TensorFacts
 
 MODULE_FILE = "module.py"
 BASELINE_KERNEL = "eager_module"
+# How a constant number from get_inputs() is declared in the calling-convention kernel.
+SCALAR_C_TYPES = {"int32": "int", "int64": "long long", "float64": "double"}
 # int32 sizes unless a value needs more.
 _INT32_MAX = 2**31 - 1
 
 
 def default_name(facts: ModuleFacts) -> str:
-    stem = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in facts.source.stem)
+    return name_for(facts.source)
+
+
+def name_for(source: Path) -> str:
+    """The task name a module file gets when no --name is given."""
+    stem = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in source.stem)
     return stem if stem and not stem[0].isdigit() else f"module_{stem}"
+
+
+def check_destination(source: Path, root: Path, name: str | None = None) -> Path:
+    """The folder the task of `source` will be, checked before the module runs (a bad --name or a
+    folder already there is told at once, not after the import's seconds of work). Raises UserError."""
+    name = name or name_for(source)
+    check_task_name(name)
+    folder = Path(root) / name
+    if folder.exists():
+        raise UserError(f"{folder} already exists; choose another name with --name or remove that folder")
+    return folder
 
 
 def _q(text: str) -> str:
@@ -45,7 +63,7 @@ def _toml_list(values: list[str]) -> str:
     return "[" + ", ".join(_q(v) for v in values) + "]"
 
 
-def _toml_table(values: Mapping[str, int | str]) -> str:
+def _toml_table(values: Mapping[str, object]) -> str:
     return "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in values.items()) + " }"
 
 
@@ -92,7 +110,7 @@ def _summary(facts: ModuleFacts) -> str:
 
 
 def _description(facts: ModuleFacts) -> str:
-    ins = ", ".join(t.name for t in facts.inputs)
+    ins = ", ".join(facts.forward_inputs or [t.name for t in facts.inputs])
     lines = [
         f"Imported from the PyTorch module {facts.source.name} (module.py below): write CUDA kernels that",
         "compute what Model.forward returns, with the module's own arithmetic.",
@@ -109,18 +127,42 @@ def _description(facts: ModuleFacts) -> str:
     else:
         lines.append(f"Output: {facts.outputs[0].name}, the tensor forward returns.")
     lines.append("Every tensor is contiguous, row-major (C order), in the shapes listed under Buffers.")
+    lines += _type_notes(facts)
     if facts.sizes:
         names = ", ".join(facts.sizes)
         lines.append(
             f"The sizes are the module's constants ({names}): any positive values, not only the file's; "
             "none is necessarily a multiple of a tile or vector width."
         )
+    for k, parts in facts.tuples.items():
+        lines.append(f"{k} in the file is the tuple ({', '.join(map(str, parts))}) of these sizes.")
     if facts.fixed:
         lines.append(
             "Constants kept at the file's values: " + ", ".join(f"{k} = {v}" for k, v in facts.fixed.items()) + "."
         )
     lines.append("The baseline is PyTorch eager running the module at its own dtype on the same GPU.")
     return "\n".join(lines)
+
+
+def _type_notes(facts: ModuleFacts) -> list[str]:
+    """What the prompt must say of the tensors and arguments that are not plain arrays."""
+    tensors = (*facts.inputs, *facts.params, *facts.outputs)
+    lines = []
+    zero_d = [t.name for t in tensors if not t.shape]
+    if zero_d:
+        lines.append(f"0-d tensors (one element; a pointer to it in the kernel, as every buffer): {', '.join(zero_d)}.")
+    bools = [t.name for t in tensors if t.dtype == "bool"]
+    if bools:
+        lines.append(
+            f"bool tensors ({', '.join(bools)}): one byte per element holding 0 (false) or 1 (true), C++ bool; "
+            "write an output as true/false (or the bytes 1/0), never another byte."
+        )
+    for n in facts.numbers:
+        if n.type == "size":
+            lines.append(f"{n.name} is the number get_inputs() passes as item {n.position}: a scalar, given per size.")
+        else:
+            lines.append(f"{n.name} is the number get_inputs() passes as item {n.position}: the scalar {n.value!r}.")
+    return lines
 
 
 def _dtype_contract(facts: ModuleFacts) -> str:
@@ -140,14 +182,50 @@ def _dtype_contract(facts: ModuleFacts) -> str:
     return text + "."
 
 
+def _where(facts: ModuleFacts, size: str) -> str:
+    """How the file spells a size: its own constant, an element of a tuple constant, or a number
+    get_inputs() returns."""
+    for n in facts.numbers:
+        if n.name == size:
+            return f"get_inputs() item {n.position}"
+    for k, parts in facts.tuples.items():
+        if size in parts:
+            return f"{k}[{parts.index(size)}]"
+    return size
+
+
 def _sizes_block(facts: ModuleFacts) -> tuple[dict[str, int], list[dict[str, int]]]:
     if not facts.sizes:
-        return {"unit": 1}, [{"unit": 1}]
-    timing = dict(facts.sizes)
-    cases = [dict(c) for c in facts.validation]
-    # The file's own shapes with several seeds (the loader adds the timing case with one more).
-    cases.append(timing)
-    return timing, cases
+        timing, cases = {"unit": 1}, [{"unit": 1}]
+    else:
+        timing = dict(facts.sizes)
+        cases = [dict(c) for c in facts.validation]
+        # The file's own shapes with several seeds (the loader adds the timing case with one more).
+        cases.append(timing)
+    return _with_case_numbers(facts, timing, cases)
+
+
+def _with_case_numbers(
+    facts: ModuleFacts, timing: dict[str, int], cases: list[dict[str, int]]
+) -> tuple[dict[str, int], list[dict[str, int]]]:
+    """Numbers from get_inputs() that follow the sizes are given per case, beside the sizes."""
+    varying = [n for n in facts.numbers if n.type == "size"]
+    if not varying:
+        return timing, cases
+    timing = {**timing, **{n.name: n.per_case[-1] for n in varying}}
+    if not facts.sizes:  # the placeholder case is the timing size
+        return timing, [timing]
+    return timing, [{**c, **{n.name: n.per_case[i] for n in varying}} for i, c in enumerate(cases)]
+
+
+def _number_lines(facts: ModuleFacts) -> list[str]:
+    """[scalars] lines of the constant numbers among get_inputs()."""
+    out = []
+    for n in facts.numbers:
+        if n.type != "size":
+            doc = f"get_inputs() item {n.position} in {facts.source.name}"
+            out.append(f"{n.name} = {{ type = {_q(n.type)}, value = {n.value!r}, doc = {_q(doc)} }}")
+    return out
 
 
 def task_toml(name: str, facts: ModuleFacts) -> str:
@@ -175,9 +253,10 @@ def task_toml(name: str, facts: ModuleFacts) -> str:
         doc = (
             "a placeholder: the module has no size constants"
             if k == "unit" and not facts.sizes
-            else f"{k} in {facts.source.name}"
+            else f"{_where(facts, k)} in {facts.source.name}"
         )
         out.append(f"{k} = {{ type = {_q(ctype)}, doc = {_q(doc)} }}")
+    out += _number_lines(facts)
     for role, tensors in (("input", (*facts.inputs, *facts.params)), ("output", facts.outputs)):
         for t in tensors:
             out += ["", f"[buffers.{t.name}]", f"dtype = {_q(t.dtype)}", f"shape = {_toml_list(list(t.shape))}"]
@@ -204,10 +283,11 @@ def task_toml(name: str, facts: ModuleFacts) -> str:
         "",
         "[pytorch]",
         f"module = {_q(MODULE_FILE)}",
-        f"inputs = {_toml_list([t.name for t in facts.inputs])}",
+        f"inputs = {_toml_list(list(facts.forward_inputs) or [t.name for t in facts.inputs])}",
         f"outputs = {_toml_list([t.name for t in facts.outputs])}",
         f"parameters = {_toml_table({t.name: t.path for t in facts.params})}",
         f"fixed = {_toml_table(facts.fixed)}",
+        f"tuples = {_toml_table({k: list(v) for k, v in facts.tuples.items()})}",
         f"returns_tuple = {'true' if len(facts.outputs) > 1 or facts.returns_tuple else 'false'}",
         "",
     ]
@@ -250,12 +330,16 @@ def baseline_files(name: str, facts: ModuleFacts, timing: dict[str, int]) -> tup
         wide = v > _INT32_MAX
         params.append(f"{'long long' if wide else 'int'} {k}")
         args.append({"expr": k, "type": "int64"} if wide else k)
+    for n in facts.numbers:
+        if n.type != "size":
+            params.append(f"{SCALAR_C_TYPES[n.type]} {n.name}")
+            args.append(n.name)
     headers = sorted({h for t in (*facts.inputs, *facts.params, *facts.outputs) if (h := DTYPES[t.dtype].header)})
     include = "".join(f"#include <{h}>\n" for h in headers) + ("\n" if headers else "")
     source = (
         f"// The baseline of {name} is PyTorch eager: module.py's Model at its own dtype, run and timed by\n"
         "// the harness in place of this kernel. The kernel only shows the calling convention: every\n"
-        "// buffer (inputs, the module's parameters, outputs), then every size, in task.toml's order.\n"
+        "// buffer (inputs, the module's parameters, outputs), then every size and scalar, in task.toml's order.\n"
         f"{include}"
         f'extern "C" __global__ void {BASELINE_KERNEL}(\n    ' + ",\n    ".join(params) + ")\n{\n}\n"
     )
@@ -263,13 +347,19 @@ def baseline_files(name: str, facts: ModuleFacts, timing: dict[str, int]) -> tup
     return source, json.dumps(plan, indent=1) + "\n"
 
 
+def _in_user_terms(exc: TaskFileError) -> str:
+    """A load failure of the task just written, without the staging folder's path (it is gone when
+    the user reads the line) and with a buffer named as the module's tensor it stands for."""
+    parts = (exc.field or "").split(".")
+    if len(parts) >= 2 and parts[0] == "buffers":
+        return f"tensor {parts[1]}: {exc.problem}"
+    return exc.problem
+
+
 def write_task(facts: ModuleFacts, root: Path, name: str | None = None) -> Path:
     """Create root/NAME from the facts; return the folder. Nothing is left behind on a failure."""
     name = name or default_name(facts)
-    check_task_name(name)
-    folder = Path(root) / name
-    if folder.exists():
-        raise UserError(f"{folder} already exists; choose another name with --name or remove that folder")
+    folder = check_destination(facts.source, root, name)
     try:
         Path(root).mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
@@ -288,7 +378,7 @@ def write_task(facts: ModuleFacts, root: Path, name: str | None = None) -> Path:
         try:
             load_task(work)
         except TaskFileError as exc:  # a module this writer does not yet express: say so, write nothing
-            raise UserError(f"{facts.source.name} could not become a task: {exc}") from None
+            raise UserError(f"{facts.source.name} could not become a task: {_in_user_terms(exc)}") from None
         try:
             work.rename(folder)
         except OSError as exc:

@@ -21,3 +21,20 @@ def imported(tmp_path_factory) -> dict[str, Path]:
 
     root = tmp_path_factory.mktemp("imported")
     return {name: import_module(EXAMPLES / f"{name}.py", root).folder for name in EXAMPLE_NAMES}
+
+
+# Small module files shaped like KernelBench's problems with 0-d tensors, numbers and bools
+# (test_import_types.py), and their hand-written replies.
+KB_LIKE = Path(__file__).resolve().parent / "kb_like"
+KB_REPLIES = KB_LIKE / "replies"
+KB_NAMES = sorted(p.stem for p in KB_LIKE.glob("*.py"))
+
+
+@pytest.fixture(scope="session")
+def kb_imported(tmp_path_factory) -> dict[str, Path]:
+    """Every kb_like module imported once (each import starts PyTorch in a child: seconds)."""
+    pytest.importorskip("torch")
+    from cuda_llm.engine.torchtask.importer import import_module
+
+    root = tmp_path_factory.mktemp("kb_like")
+    return {name: import_module(KB_LIKE / f"{name}.py", root).folder for name in KB_NAMES}

@@ -101,8 +101,8 @@ BAD_MODULES = {
         "get_init_inputs() raised ZeroDivisionError",
     ),
     "a syntax error": (GOOD.replace("class Model", "class Model Model"), "fails to import: SyntaxError"),
-    "a non-tensor input": (GOOD.replace("[torch.randn(n)]", "[torch.randn(n), 3]"), "get_inputs() item 1 is a int"),
-    "an unsupported dtype": (GOOD.replace("torch.randn(n)", "torch.ones(n, dtype=torch.bool)"), "is bool"),
+    "a non-tensor input": (GOOD.replace("[torch.randn(n)]", "[torch.randn(n), 'abc']"), "get_inputs() item 1 is a str"),
+    "an unsupported dtype": (GOOD.replace("torch.randn(n)", "torch.ones(n, dtype=torch.complex64)"), "is complex64"),
     "an exit while loading": ("import sys\nsys.exit(3)\n", "fails to import: SystemExit"),
 }
 
