@@ -4,7 +4,10 @@ after timing (ValidationSettings.independent_runs). A round of 8 correct candida
 (bench/round_tasks.py's rounds: each task's baseline at 8 launch shapes) is judged on GPU 0 by two
 workers, one with the checks and one without, rounds alternating between them after a warm-up round
 each; prints the device, each task's median round time (and its validation and timing parts) with
-and without, the difference, and the rounds summed.
+and without, the difference, and the rounds summed; and, per task and mode, the samples the round's
+8 candidates took (summed), the timing jobs' sample phase, and that phase over those samples (the
+baseline's samples are in the phase, not in the count): whether the checks cost more samples or
+more time per sample.
 
     python -m bench.run_checks_cost [--tasks vector_add,softmax,...] [--repeats 3] [--json F]
 
@@ -20,7 +23,7 @@ import json
 import statistics
 import sys
 
-from bench.round_gpus import one_round
+from bench.round_gpus import RoundResult, one_round
 from bench.round_tasks import TASKS, variants
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.task import TaskLibrary
@@ -46,7 +49,16 @@ def task_names(text: str) -> list[str]:
     return names
 
 
-async def measure(names: list[str], repeats: int) -> tuple[dict[str, dict[str, list[tuple[float, float, float]]]], str]:
+Run = tuple[float, float, float, int, float]  # round, validation, timing (s), samples, sample phase (s)
+
+
+def sampling(r: RoundResult) -> tuple[int, float]:
+    """The samples (kept and discarded) of the round's timed programs, and the seconds its timing
+    jobs spent in their sample phase."""
+    return sum(p.samples + p.discarded for p in r.programs), sum(ph.get("sample", 0.0) for ph in r.profile_phases_s)
+
+
+async def measure(names: list[str], repeats: int) -> tuple[dict[str, dict[str, list[Run]]], str]:
     from cuda_llm.engine.fsr.judging import open_environment
 
     envs = {}
@@ -56,7 +68,7 @@ async def measure(names: list[str], repeats: int) -> tuple[dict[str, dict[str, l
             if envs[mode].gpu is None:
                 raise SystemExit(f"bench needs a GPU: {envs[mode].notice}")
         device = envs[MODES[0]].gpu.describe()
-        out: dict[str, dict[str, list[tuple[float, float, float]]]] = {}
+        out: dict[str, dict[str, list[Run]]] = {}
         for name in names:
             cands = variants(name)
             judges = {mode: envs[mode].judge(TaskLibrary().get(name), settings_for(mode == MODES[0])) for mode in MODES}
@@ -66,7 +78,7 @@ async def measure(names: list[str], repeats: int) -> tuple[dict[str, dict[str, l
             for _ in range(repeats):
                 for mode in MODES:
                     r = await one_round(judges[mode], cands)
-                    out[name][mode].append((r.total_s, r.validate_s, r.profile_s))
+                    out[name][mode].append((r.total_s, r.validate_s, r.profile_s, *sampling(r)))
         return out, device
     finally:
         for env in envs.values():
@@ -85,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     sums = {mode: 0.0 for mode in MODES}
     rows = {}
     for name in names:
-        med = {mode: [statistics.median(x[i] for x in runs[name][mode]) for i in range(3)] for mode in MODES}
+        med = {mode: [statistics.median(x[i] for x in runs[name][mode]) for i in range(5)] for mode in MODES}
         on, off = med[MODES[0]], med[MODES[1]]
         for mode in MODES:
             sums[mode] += med[mode][0]
@@ -93,6 +105,11 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{name:>24}: round {on[0]:.2f} s with the checks, {off[0]:.2f} s without ({on[0] / off[0] - 1:+.1%}); "
             f"validation {on[1]:.2f} / {off[1]:.2f} s, timing {on[2]:.2f} / {off[2]:.2f} s"
+        )
+        per = {mode: med[mode][4] / med[mode][3] * 1e6 if med[mode][3] else 0.0 for mode in MODES}
+        print(
+            f"{'':>24}  samples {on[3]:.0f} / {off[3]:.0f}; sample phase {on[4]:.2f} / {off[4]:.2f} s, "
+            f"{per[MODES[0]]:.0f} / {per[MODES[1]]:.0f} us a sample"
         )
     on, off = sums[MODES[0]], sums[MODES[1]]
     print(f"{'all rounds summed':>24}: {on:.2f} s with the checks, {off:.2f} s without ({on / off - 1:+.1%})")

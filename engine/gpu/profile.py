@@ -213,6 +213,12 @@ class Profiler:
         p = entry.next_placement()
         if self.vs.independent_runs:
             self._fresh(entry, p)
+        # The flush comes after the poison, and stays however many bytes the poison wrote: the
+        # poison's writes leave dirty lines in the L2 and need not displace evict_last ones. Without
+        # the flush their write-back would land in the timed region (5-10 us a run on an H100,
+        # bench.timing_methods), unequally: a kernel that writes its output's end first finds those
+        # lines (the poison's last) cached; and lines kept evict_last would outlive the run
+        # (bench.l2_residency). The judge would no longer treat baseline and candidate alike.
         if flush:
             self.harness.flush_l2()
         self.harness.delay_us(entry.enqueue_us())

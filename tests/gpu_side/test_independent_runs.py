@@ -389,3 +389,51 @@ def test_each_validation_case_starts_from_the_loaded_device_state():
         )
         assert outcome.report.passed, outcome.report
         assert len(restores) == expected
+
+
+class Logged(Device):
+    """The simulated device, noting the order of what reaches the stream."""
+
+    def __init__(self, budget: int) -> None:
+        super().__init__(budget)
+        self.log: list[str] = []
+
+    def fill32(self, buf: DeviceBuffer, word: int, nbytes: int | None = None) -> None:
+        self.log.append(f"poison {buf.ptr}")
+        super().fill32(buf, word, nbytes)
+
+    def record(self, event) -> None:
+        self.log.append("record")
+
+
+class LoggedHarness(Harness):
+    # Smaller than the output (4 kB): a rule that skipped the flush where the poison already wrote
+    # as many bytes would skip it here.
+    flush_buffer = DeviceBuffer(0, 1024)
+
+    def flush_l2(self) -> None:
+        self.d.log.append("flush")
+
+    def delay_us(self, us: float) -> None:
+        self.d.log.append("delay")
+
+
+def test_every_sample_is_poisoned_then_flushed_before_its_timed_region():
+    """The poison writes the outputs through the L2, leaving its lines dirty there: the flush after
+    it writes them back and displaces them (evict_last lines too) before the timed region, however
+    many bytes the poison wrote. Skipping it would put that write-back into the first kernel's time,
+    and hand the lines to a kernel that writes its output in the order the poison left cached."""
+    device = Logged(64 * 2**20)
+    _, task = device_and_task()
+    e = entry(device, task, "honest", kernel("honest", [])[0])
+    c = e.placements[0].bufs.device["c"]
+    prof = profiler(device, task)
+    prof.harness = LoggedHarness(device)
+    prof.s = dataclasses.replace(prof.s, min_samples=6, max_samples=6)
+    device.log.clear()
+    prof._sample([e])
+    runs = "|".join(device.log).split("|record|record")[:-1]
+    assert len(runs) == 6
+    for run in runs:
+        steps = [s for s in run.split("|") if s]
+        assert steps[-3:] == [f"poison {c.ptr}", "flush", "delay"], steps
