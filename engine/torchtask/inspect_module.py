@@ -62,6 +62,7 @@ class ModuleFacts:
     flops: str
     returns_tuple: bool = False  # forward returns a tuple (of one tensor, perhaps)
     gpu_free_bytes: int | None = None  # the GPU's free memory where the child saw one
+    batch_statistics: tuple[str, ...] = ()  # layers normalising with the batch's statistics (training.py)
 
     @classmethod
     def from_json(cls, source: Path, data: dict[str, Any]) -> ModuleFacts:
@@ -79,7 +80,13 @@ class ModuleFacts:
             flops=str(data["flops"]),
             returns_tuple=bool(data.get("returns_tuple", False)),
             gpu_free_bytes=data.get("gpu_free_bytes"),
+            batch_statistics=tuple(data.get("batch_statistics", ())),
         )
+
+
+def naming_the_file(path: Path, line: str) -> str:
+    """A refusal that starts with the file it is about (the child's lines often say "forward raised ...")."""
+    return line if line.startswith(path.name) else f"{path.name}: {line}"
 
 
 def inspect_module(path: Path, timeout_s: float = PROBE_TIMEOUT_S) -> ModuleFacts:
@@ -112,5 +119,5 @@ def inspect_module(path: Path, timeout_s: float = PROBE_TIMEOUT_S) -> ModuleFact
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise ImportRefused(f"{path.name}: loading it ended the process (exit {done.returncode}): {tail}")
     if "error" in data:
-        raise ImportRefused(str(data["error"]))
+        raise ImportRefused(naming_the_file(path, str(data["error"])))
     return ModuleFacts.from_json(path, data)

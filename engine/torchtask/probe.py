@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from cuda_llm.engine.task.dtypes import DTYPES, dtype_of_torch
+from cuda_llm.engine.torchtask.recurrent import shapes_only
 from cuda_llm.engine.torchtask.shapes import agrees, fit_shape, used_names
+from cuda_llm.engine.torchtask.training import batch_statistics_layers, random_layer
 
 # Integer constants below this are kernel sizes, strides, axes or counts of heads, not sizes a
 # user scales: changing them changes what the module computes, so they stay at the file's value.
@@ -123,11 +125,28 @@ class ModuleFile:
             raise Refused(f"{path.name} defines no Model class (an nn.Module subclass); the format needs one")
         if not callable(getattr(self.module, "get_inputs", None)):
             raise Refused(f"{path.name} defines no get_inputs(); the format needs one returning forward's inputs")
+        self.build_on_cpu = False  # set once the constructor failed on the meta device
         self.constants = {
             k: v
             for k, v in vars(self.module).items()
             if type(v) is int and not k.startswith("_") and v >= MIN_SIZE_VALUE
         }
+
+    def _build(self, init: list[Any], device: str) -> Any:
+        """Model(*init) on `device`; a constructor that reads values (`.item()`, a Python number of
+        a tensor) cannot run on the meta device: it is built on the CPU and moved there."""
+        import torch
+
+        if device == "meta" and not self.build_on_cpu:
+            try:
+                return self.module.Model(*init)
+            except Exception:
+                self.build_on_cpu = True
+        try:
+            with torch.device("cpu" if device == "meta" else device):
+                return self.module.Model(*init)
+        except Exception as exc:
+            raise Refused(f"Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}") from None
 
     def run(self, values: dict[str, int], device: str, dtype: Any = None) -> dict[str, Any]:
         """Run the module with these constants; return its tensors' facts (and the tensors)."""
@@ -146,10 +165,7 @@ class ModuleFile:
                 inputs = self.module.get_inputs()
             except Exception as exc:
                 raise Refused(f"get_inputs() raised {type(exc).__name__}: {exc}") from None
-            try:
-                model = self.module.Model(*init)
-            except Exception as exc:
-                raise Refused(f"Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}") from None
+            model = self._build(init, device)
         if not isinstance(inputs, list | tuple):
             raise Refused(f"get_inputs() returns a {type(inputs).__name__}, not a list of tensors")
         for i, x in enumerate(inputs):
@@ -158,7 +174,12 @@ class ModuleFile:
                     f"get_inputs() item {i} is a {type(x).__name__}, not a tensor: only tensors become task "
                     "buffers (make it a module constant or a Model argument)"
                 )
+        random = random_layer(model)
+        if random:
+            raise Refused(f"forward is random: {random} in the file and import it again")
         model = model.to(device)
+        if device == "meta":
+            shapes_only(model)
         inputs = [x.to(device) for x in inputs]
         if dtype is not None:
             model = model.to(dtype)
@@ -185,6 +206,7 @@ class ModuleFile:
             "flops": int(counter.get_total_flops()),
             "tuple": isinstance(out, list | tuple),
             "forward_args": list(inspect.signature(model.forward).parameters),
+            "batch_statistics": batch_statistics_layers(model),
         }
 
 
@@ -276,6 +298,7 @@ def probe(path: Path) -> dict[str, Any]:
         "outputs": outputs,
         "returns_tuple": base["tuple"],
         "flops": flops_fit,
+        "batch_statistics": base["batch_statistics"],
         "gpu_free_bytes": _gpu_free_bytes(),
     }
 

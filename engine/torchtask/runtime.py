@@ -256,7 +256,13 @@ class ImportedModule:
         try:
             model = self.build(sizes, device).to(tdtype)
             args = [tensor(name) for name in self.binding.inputs]
-            params = {path: tensor(name) for name, path in self.binding.parameters.items()}
+            # forward may update the module's buffers in place (BatchNorm's running statistics in
+            # training mode): they get copies, so the task's inputs stay as generated.
+            changing = {path for path, _ in model.named_buffers(remove_duplicate=False)}
+            params = {
+                path: tensor(name).clone() if path in changing else tensor(name)
+                for name, path in self.binding.parameters.items()
+            }
             with _casts_to(torch, tdtype):
                 outs = self.forward(model, sizes, args, params)
             return {
