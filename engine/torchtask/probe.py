@@ -105,6 +105,16 @@ def _dtype(t: Any, what: str) -> str:
     return d.name
 
 
+def missing_package(path: Path, exc: ModuleNotFoundError) -> str:
+    top = (exc.name or "").split(".")[0]
+    if not top:
+        return f"{path.name} fails to import: ModuleNotFoundError: {exc}"
+    return (
+        f"{path.name} fails to import: it needs the Python package {top!r}, which is not installed where "
+        f"cuda-llm runs; install it (pip install {top}) and import the file again"
+    )
+
+
 class ModuleFile:
     def __init__(self, path: Path) -> None:
         import importlib.util
@@ -116,6 +126,8 @@ class ModuleFile:
         self.module = importlib.util.module_from_spec(spec)
         try:
             spec.loader.exec_module(self.module)
+        except ModuleNotFoundError as exc:
+            raise Refused(missing_package(path, exc)) from None
         except (Exception, SystemExit) as exc:  # an exit while loading is the file's fault too
             raise Refused(f"{path.name} fails to import: {type(exc).__name__}: {exc}") from None
         import torch
@@ -148,8 +160,9 @@ class ModuleFile:
         except Exception as exc:
             raise Refused(f"Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}") from None
 
-    def run(self, values: dict[str, int], device: str, dtype: Any = None) -> dict[str, Any]:
-        """Run the module with these constants; return its tensors' facts (and the tensors)."""
+    def run(self, values: dict[str, int], device: str, dtype: Any = None, fallback: bool = False) -> dict[str, Any]:
+        """Run the module with these constants; return its tensors' facts (and the tensors).
+        `fallback`: a CPU run standing in for a meta run that failed on a value-dependent op."""
         import torch
         from torch.utils.flop_counter import FlopCounterMode
 
@@ -192,13 +205,15 @@ class ModuleFile:
         except Exception as exc:
             nbytes = sum(x.numel() * x.element_size() for x in inputs)
             if device == "meta" and nbytes <= CPU_FALLBACK_MAX_BYTES:
-                return self.run(values, "cpu", dtype)  # an op the meta device cannot run (.item(), ...)
+                return self.run(values, "cpu", dtype, fallback=True)  # an op meta cannot run (.item(), ...)
             raise Refused(f"forward raised {type(exc).__name__}: {exc}") from None
         outs = list(out) if isinstance(out, list | tuple) else [out]
         for i, o in enumerate(outs):
             if not isinstance(o, torch.Tensor):
                 what = type(out).__name__ if o is out else f"a {type(out).__name__} holding a {type(o).__name__}"
                 raise Refused(f"forward returns {what} (item {i}), not a tensor or a tuple of tensors")
+        if fallback:
+            _same_shapes_for_other_values(model, inputs, outs)
         return {
             "inputs": [(_dtype(x, f"input {i}"), list(x.shape)) for i, x in enumerate(inputs)],
             "params": [(k, _dtype(t, f"parameter {k}"), list(t.shape)) for k, t in state.items()],
@@ -208,6 +223,37 @@ class ModuleFile:
             "forward_args": list(inspect.signature(model.forward).parameters),
             "batch_statistics": batch_statistics_layers(model),
         }
+
+
+def _same_shapes_for_other_values(model: Any, inputs: list[Any], outs: list[Any]) -> None:
+    """Refuse a forward whose results' shapes depend on the inputs' values (nonzero, masked_select,
+    unique): a task's outputs have shapes of the sizes alone. Checked with other values of the
+    same shapes, where the meta device could not tell (it stops at such ops)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(1)
+    other = [
+        torch.rand(x.shape, generator=gen, dtype=x.dtype) * 2 - 1
+        if x.is_floating_point()
+        else torch.randint(0, 2, x.shape, generator=gen, dtype=x.dtype)
+        if x.dtype != torch.bool
+        else torch.rand(x.shape, generator=gen) < 0.5
+        for x in inputs
+    ]
+    try:
+        with torch.no_grad():
+            again = model(*other)
+    except Exception:
+        return  # other values the module does not accept (indices, say): nothing learnt
+    again_outs = list(again) if isinstance(again, list | tuple) else [again]
+    before = [tuple(o.shape) for o in outs]
+    after = [tuple(o.shape) if isinstance(o, torch.Tensor) else None for o in again_outs]
+    if before != after:
+        raise Refused(
+            f"the shape of forward's result depends on the input values ({before} with get_inputs()'s, {after} "
+            "with others of the same shapes); a task's outputs have shapes set by the sizes alone: make forward "
+            "return a fixed shape (a mask or padding instead of selecting elements)"
+        )
 
 
 def _shapes(facts: dict[str, Any]) -> list[list[int]]:
@@ -250,6 +296,7 @@ def probe(path: Path) -> dict[str, Any]:
     timing = {c: base_values[c] for c in sizes}
     fixed = {c: v for c, v in base_values.items() if c not in sizes}
     cases: list[dict[str, int]] = []
+    case_facts: list[dict[str, Any]] = []
     for _label, rule in SMALL_RULES:
         point = {c: rule(v) for c, v in timing.items()}
         if point == timing or point in cases:
@@ -260,18 +307,16 @@ def probe(path: Path) -> dict[str, Any]:
             continue
         shapes = _shapes(facts)
         if len(shapes) == len(fits) and all(agrees(f, point, s) for f, s in zip(fits, shapes, strict=True)):
-            if flops_fit == "0" or agrees([flops_fit], point, [facts["flops"]]):
-                cases.append(point)
-            else:
+            if flops_fit != "0" and not agrees([flops_fit], point, [facts["flops"]]):
                 flops_fit = "0"
-                cases.append(point)
+            cases.append(point)
+            case_facts.append(facts)
     # The reference must compute real values: float64 on the CPU at the smallest case.
-    smallest = cases[0] if cases else timing
+    smallest, smallest_facts = (cases[0], case_facts[0]) if cases else (timing, base)
     import torch
 
-    if _elements(mf.run({**base_values, **smallest}, "meta")) <= REAL_RUN_MAX_ELEMENTS:
+    if _elements(smallest_facts) <= REAL_RUN_MAX_ELEMENTS:
         mf.run({**base_values, **smallest}, "cpu", torch.float64)
-    mf.run(base_values, "meta")
     taken = set(base_values)
     args = [a for a in base["forward_args"] if a not in ("args", "kwargs")]
     inputs = []

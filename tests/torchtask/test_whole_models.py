@@ -172,8 +172,8 @@ def coverage(tmp_path_factory) -> tuple[dict[str, list[str]], Path, str]:
 def test_the_coverage_run_has_a_row_per_file_and_totals(coverage):
     rows, _tasks, table = coverage
     assert sorted(rows) == sorted(p.name for p in module_files(MODELS))
-    assert "| models | 5 | 4 | 1 |" in table
-    assert "commit" in table or "models: 5 files" in table  # the folder and its file count head it
+    assert "| models | 7 | 4 | 3 |" in table
+    assert "models: 7 files" in table  # the folder and its file count head the table
     for name, (_folder, _file, result, seconds) in rows.items():
         assert result.startswith(("imported as ", "refused: ")), name
         assert float(seconds) > 0
@@ -185,6 +185,24 @@ def test_a_layer_random_in_training_is_refused_naming_it(coverage):
     assert result.startswith("refused: dropout_in_training.py: forward is random: layer head.1 (Dropout, p=0.25)")
     assert "set its p to 0 in the file" in result
     assert "| 1 | forward is random |" in table
+
+
+def test_a_result_whose_shape_depends_on_values_is_refused(coverage):
+    rows, _tasks, _table = coverage
+    result = rows["value_dependent_shape.py"][2]
+    assert result.startswith(
+        "refused: value_dependent_shape.py: the shape of forward's result depends on the input values"
+    )
+    assert "make forward return a fixed shape" in result
+
+
+def test_a_missing_package_is_named_with_how_to_install_it(coverage):
+    rows, _tasks, _table = coverage
+    assert rows["needs_a_package.py"][2] == (
+        "refused: needs_a_package.py fails to import: it needs the Python package 'a_package_nobody_installed', "
+        "which is not installed where cuda-llm runs; install it (pip install a_package_nobody_installed) and "
+        "import the file again"
+    )
 
 
 def test_a_long_file_name_imports(coverage):
@@ -212,7 +230,9 @@ def test_batchnorm_normalises_with_the_batchs_statistics(coverage):
     inputs = module.generate(sizes, np.random.default_rng(3))
     kept = {k: v.copy() for k, v in inputs.items()}
     got = module.reference(inputs, sizes)["out"]
-    # The running buffers are inputs forward would update: the reference leaves them as generated.
+    # The running buffers are inputs forward would update: the reference leaves them as generated,
+    # at float64 and at the inputs' own dtype (where its tensors share the arrays' memory).
+    module.reference(inputs, sizes, np.float32)
     assert all(np.array_equal(kept[k], inputs[k]) for k in kept)
     t = {k: torch.from_numpy(v).double() for k, v in kept.items()}
     conv = F.conv2d(t["x"], t["conv_weight"], t["conv_bias"], padding=1)
@@ -275,3 +295,45 @@ def test_recurrent_layers_give_their_shapes_on_the_meta_device(layer, kwargs):
     wrong = torch.rand(3, 4, 6, device="meta")  # one layer's state for a two-layer stack
     with pytest.raises(RuntimeError, match="h0 has shape"):
         probe(torch.rand(4, 5, 8, device="meta"), (wrong, wrong) if layer == "LSTM" else wrong)
+
+
+REPLIES = MODELS / "replies"
+
+
+@pytest.mark.parametrize("reply", ["batchnorm_cnn.md", "batchnorm_cnn.running_stats.md"])
+def test_the_batchnorm_replies_compile_and_bind(coverage, capsys, reply):
+    from cuda_llm.app.cli.main import main
+
+    _rows, tasks, _table = coverage
+    code = main(["eval", str(tasks / "batchnorm_cnn"), str(REPLIES / reply), "--compile-only"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "verdict:  compiled" in out
+
+
+# --- on a GPU: the training-mode rule, eager and candidates alike --------------------------------
+
+
+@pytest.fixture(scope="module")
+def batchnorm_task(tmp_path_factory) -> Path:
+    pytest.importorskip("torch")
+    from cuda_llm.engine.torchtask.importer import import_module
+
+    return import_module(MODELS / "batchnorm_cnn.py", tmp_path_factory.mktemp("bn")).folder
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_batchnorm_in_training_mode_judges_alike(gpu, batchnorm_task):
+    # Eager (the module as built: training mode) agrees with the float64 reference; a kernel that
+    # normalises with the batch's statistics is correct, one using the running statistics is wrong.
+    task = gpu.task(str(batchnorm_task))
+    judge = gpu.env.judge(task, gpu.settings)
+    base = gpu.run(judge.baseline_judgement())
+    assert base.status == "correct", base.message
+    verdicts = {}
+    for reply in ("batchnorm_cnn.md", "batchnorm_cnn.running_stats.md"):
+        cand = judge.parse(reply, (REPLIES / reply).read_text(encoding="utf-8"), origin="user")
+        verdicts[reply] = gpu.run(judge.judge(cand, profile=False))
+    assert verdicts["batchnorm_cnn.md"].status == "correct", verdicts["batchnorm_cnn.md"].message
+    assert verdicts["batchnorm_cnn.running_stats.md"].status == "wrong"
+    print(f"batchnorm_cnn on {base.device}: eager {base.timing.median_us:.1f} us; {verdicts}")
