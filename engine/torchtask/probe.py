@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda_llm.engine.task.dtypes import DTYPES, dtype_of_torch
-from cuda_llm.engine.torchtask.recurrent import shapes_only
+from cuda_llm.engine.torchtask.meta_layers import shapes_only
 from cuda_llm.engine.torchtask.shapes import agrees, fit_shape, used_names
 from cuda_llm.engine.torchtask.training import batch_statistics_layers, random_layer
 

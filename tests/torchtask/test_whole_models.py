@@ -274,7 +274,7 @@ def test_a_recurrent_model_and_a_constructor_reading_a_value_import(coverage):
 )
 def test_recurrent_layers_give_their_shapes_on_the_meta_device(layer, kwargs):
     torch = pytest.importorskip("torch")
-    from cuda_llm.engine.torchtask.recurrent import shapes_only
+    from cuda_llm.engine.torchtask.meta_layers import shapes_only
 
     def flat(result):
         out, state = result
@@ -309,6 +309,32 @@ def test_the_batchnorm_replies_compile_and_bind(coverage, capsys, reply):
     out = capsys.readouterr().out
     assert code == 0, out
     assert "verdict:  compiled" in out
+
+
+def test_batchnorm_gives_its_shape_on_the_meta_device_and_checks_its_input():
+    torch = pytest.importorskip("torch")
+    from cuda_llm.engine.torchtask.meta_layers import shapes_only
+
+    for layer, shape in (
+        ("BatchNorm1d", (4, 6)),
+        ("BatchNorm1d", (4, 6, 5)),
+        ("BatchNorm2d", (4, 6, 5, 3)),
+        ("BatchNorm3d", (2, 6, 3, 3, 3)),
+    ):
+        with torch.device("meta"):
+            model = torch.nn.Sequential(getattr(torch.nn, layer)(6))
+        shapes_only(model)
+        x = torch.rand(shape, device="meta")
+        assert model(x).shape == getattr(torch.nn, layer)(6)(torch.rand(shape)).shape
+        with pytest.raises(RuntimeError, match="running_mean should contain 7 elements"):
+            model(torch.rand((shape[0], 7, *shape[2:]), device="meta"))
+        with pytest.raises(ValueError, match="expected"):
+            model(torch.rand(shape[:1], device="meta"))  # the wrong rank
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        model(torch.rand((1, 6, 1, 1, 1), device="meta"))  # one value per channel: no batch statistics
+    relu6 = torch.nn.Sequential(torch.nn.ReLU6(inplace=True), torch.nn.Hardtanh(-2.0, 2.0))
+    shapes_only(relu6)
+    assert relu6(torch.rand(3, 4, device="meta")).shape == (3, 4)
 
 
 # --- on a GPU: the training-mode rule, eager and candidates alike --------------------------------
