@@ -3,10 +3,11 @@
 On the meta device PyTorch runs some layers through its Python decompositions: nn.LSTM, nn.GRU
 and nn.RNN step by step (a 6-layer LSTM over 512 steps takes 50 s there for shapes alone),
 BatchNorm as a dozen primitive ops each (ResNet101's 104 of them are 3.9 s of its 4.7 s forward),
-and an in-place ReLU6 as several (1 s of EfficientNetB0's 1.5 s). An import probes the module about ten times. The shapes follow from the layer's settings
-(PyTorch's documented contract), so the probes give each such layer a forward that checks its
-inputs as the layer does and returns empty tensors of the right shapes. The real layers still run
-in the probe's float64 run on the CPU, and in the reference and eager.
+and an in-place ReLU6 as several (1 s of EfficientNetB0's 1.5 s). An import probes the module
+about ten times. The shapes follow from the layer's settings (PyTorch's documented contract), so
+the probes give each such layer a forward that checks its inputs as the layer does and returns
+empty tensors of the right shapes. The real layers still run in the probe's float64 run on the
+CPU, and in the reference and eager.
 """
 
 from __future__ import annotations

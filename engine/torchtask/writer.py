@@ -86,7 +86,7 @@ def _category(facts: ModuleFacts) -> str:
 
 
 def _roofline_bytes(tensors: tuple[TensorFacts, ...]) -> str:
-    return byte_count((DTYPES[t.dtype].itemsize, t.shape) for t in tensors)
+    return byte_count(((DTYPES[t.dtype].itemsize, t.shape) for t in tensors), limit=expr.MAX_EXPRESSION_CHARS)
 
 
 def _summary(facts: ModuleFacts) -> str:
