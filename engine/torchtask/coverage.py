@@ -8,6 +8,7 @@ source folder, several at a time (each import is a child process; the threads he
 from __future__ import annotations
 
 import re
+import resource
 import statistics
 import time
 from collections import Counter
@@ -32,6 +33,7 @@ class CoverageRow:
     task: str | None  # the task created, or None when refused
     refusal: str | None  # the one line the user got
     seconds: float
+    cpu_s: float | None = None  # the child's CPU time (user + system), known when imports run one at a time
 
     @property
     def imported(self) -> bool:
@@ -58,13 +60,22 @@ def cause(row: CoverageRow) -> str:
     return " ".join(first.split()[:CAUSE_WORDS])
 
 
-def import_one(path: Path, root: Path, gpu_memory_bytes: int | None = None) -> CoverageRow:
-    start = time.monotonic()
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def import_one(path: Path, root: Path, gpu_memory_bytes: int | None = None, cpu: bool = False) -> CoverageRow:
+    """One file through the importer; with `cpu` (nothing else starting children meanwhile) the CPU
+    time its child took, which a loaded machine's waiting does not inflate."""
+    start, cpu_start = time.monotonic(), _children_cpu_s()
+    task, refusal = None, None
     try:
-        done = import_module(path, root / path.parent.name, None, gpu_memory_bytes)
+        task = import_module(path, root / path.parent.name, None, gpu_memory_bytes).folder.name
     except UserError as exc:
-        return CoverageRow(path.parent.name, path.name, None, str(exc), time.monotonic() - start)
-    return CoverageRow(path.parent.name, path.name, done.folder.name, None, time.monotonic() - start)
+        refusal = str(exc)
+    cpu_s = _children_cpu_s() - cpu_start if cpu else None
+    return CoverageRow(path.parent.name, path.name, task, refusal, time.monotonic() - start, cpu_s)
 
 
 def run_coverage(
@@ -76,7 +87,7 @@ def run_coverage(
 ) -> list[CoverageRow]:
     """Import every file into root/<its folder's name>/, `jobs` at a time; rows in the files' order."""
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(import_one, f, root, gpu_memory_bytes) for f in files]
+        futures = [pool.submit(import_one, f, root, gpu_memory_bytes, jobs <= 1) for f in files]
         rows = []
         for fut in futures:
             row = fut.result()
@@ -93,6 +104,7 @@ class FolderTotal:
     imported: int
     median_s: float
     max_s: float
+    median_cpu_s: float | None
 
 
 def totals(rows: Sequence[CoverageRow]) -> list[FolderTotal]:
@@ -100,8 +112,16 @@ def totals(rows: Sequence[CoverageRow]) -> list[FolderTotal]:
     for folder in dict.fromkeys(r.folder for r in rows):
         mine = [r for r in rows if r.folder == folder]
         seconds = [r.seconds for r in mine]
+        cpu = [r.cpu_s for r in mine if r.cpu_s is not None]
         out.append(
-            FolderTotal(folder, len(mine), sum(r.imported for r in mine), statistics.median(seconds), max(seconds))
+            FolderTotal(
+                folder,
+                len(mine),
+                sum(r.imported for r in mine),
+                statistics.median(seconds),
+                max(seconds),
+                statistics.median(cpu) if cpu else None,
+            )
         )
     return out
 
@@ -121,10 +141,15 @@ def _cell(text: str) -> str:
 
 def markdown(rows: Sequence[CoverageRow]) -> str:
     """The totals, the causes of refusal, and one row per file, as Markdown."""
-    lines = ["| folder | files | imported | refused | median s | max s |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| folder | files | imported | refused | median s | max s | median CPU s |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for t in totals(rows):
+        cpu = f"{t.median_cpu_s:.1f}" if t.median_cpu_s is not None else "-"
         lines.append(
-            f"| {t.folder} | {t.files} | {t.imported} | {t.files - t.imported} | {t.median_s:.1f} | {t.max_s:.1f} |"
+            f"| {t.folder} | {t.files} | {t.imported} | {t.files - t.imported} | {t.median_s:.1f} | {t.max_s:.1f} "
+            f"| {cpu} |"
         )
     refused = causes(rows)
     if refused:

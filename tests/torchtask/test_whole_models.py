@@ -157,6 +157,7 @@ def test_rows_are_totalled_and_grouped_by_cause():
     ]
     (one, two) = totals(rows)
     assert (one.folder, one.files, one.imported, one.median_s, one.max_s) == ("level1", 3, 1, 6.0, 8.0)
+    assert one.median_cpu_s is None  # imports run side by side: no child's own CPU time
     assert (two.files, two.imported) == (1, 1)
     assert cause(rows[1]) == cause(rows[2]) == "forward is random"
     assert cause(CoverageRow("l", "9_x.py", None, "9_x.py fails to import: ModuleNotFoundError: no einops", 1)) == (
@@ -164,8 +165,17 @@ def test_rows_are_totalled_and_grouped_by_cause():
     )
     assert [(n, files) for _, n, files in causes(rows)] == [(2, ["level1/2_b.py", "level1/3_c.py"])]
     table = markdown(rows)
-    assert "| level1 | 3 | 1 | 2 | 6.0 | 8.0 |" in table
+    assert "| level1 | 3 | 1 | 2 | 6.0 | 8.0 | - |" in table
     assert "| level2 | 1_d.py | imported as module_1_d | 2.0 |" in table
+
+
+def test_one_import_at_a_time_gives_its_childs_cpu_time(tmp_path):
+    pytest.importorskip("torch")
+    from cuda_llm.engine.torchtask.coverage import import_one
+
+    row = import_one(MODELS / "needs_a_package.py", tmp_path, cpu=True)
+    assert row.refusal and row.cpu_s is not None and 0 < row.cpu_s
+    assert import_one(MODELS / "needs_a_package.py", tmp_path).cpu_s is None
 
 
 def test_module_files_come_in_the_problem_sets_order(tmp_path):
@@ -199,7 +209,7 @@ def coverage(tmp_path_factory) -> tuple[dict[str, list[str]], Path, str]:
 def test_the_coverage_run_has_a_row_per_file_and_totals(coverage):
     rows, _tasks, table = coverage
     assert sorted(rows) == sorted(p.name for p in module_files(MODELS))
-    assert "| models | 7 | 4 | 3 |" in table
+    assert "| models | 7 | 4 | 3 |" in table and "| - |" in table  # two at a time: no CPU time per import
     assert "models: 7 files" in table  # the folder and its file count head the table
     for name, (_folder, _file, result, seconds) in rows.items():
         assert result.startswith(("imported as ", "refused: ")), name
