@@ -18,7 +18,7 @@ from cuda_llm.engine.torchtask import INSTALL_HINT
 
 # Importing PyTorch alone takes seconds on a busy machine; the probes run on the meta device and
 # one small real run. A whole model (DenseNet201: 600 tensors, about ten probes) took over 120 s on
-# the 2-core machine under a load of 12 and 20 s idle: five minutes is a file that hangs.
+# the 2-core machine under a load of 12: five minutes is a file that hangs.
 PROBE_TIMEOUT_S = 300.0
 
 
