@@ -20,10 +20,10 @@ from pathlib import Path
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.torchtask.importer import import_module
 
-# A cause is the refusal's first clause (up to its first ": ", and the exception's type where one
-# follows) once the file's name and every number are taken out, cut to this many words: the
-# detail after it (a layer's name, a shape) differs per file, the cause does not.
-CAUSE_WORDS = 12
+# A cause is the refusal's first two clauses (split at ": ") once the file's name, every number and
+# every name inside the module (self.bn1.weight, layer features.3) are taken out, cut to this many
+# words: the detail after them (a shape, a message's tail) differs per file, the cause does not.
+CAUSE_WORDS = 15
 
 
 @dataclass(frozen=True)
@@ -54,10 +54,10 @@ def module_files(folder: Path) -> list[Path]:
 def cause(row: CoverageRow) -> str:
     """The refusal without what is particular to its file: rows with one cause share it."""
     text = (row.refusal or "").replace(row.file, "FILE").replace(Path(row.file).stem, "FILE")
+    text = re.sub(r"\bself\.[\w.]+", "self.X", text)
+    text = re.sub(r"\blayer [\w.]+", "layer X", text)
     text = re.sub(r"\d+(\.\d+)?", "N", text).removeprefix("FILE: ")
-    clauses = text.split(": ")
-    first = clauses[0] + (f": {clauses[1]}" if len(clauses) > 1 and re.fullmatch(r"\w+", clauses[1]) else "")
-    return " ".join(first.split()[:CAUSE_WORDS])
+    return " ".join(": ".join(text.split(": ")[:2]).split()[:CAUSE_WORDS])
 
 
 def _children_cpu_s() -> float:
@@ -153,7 +153,11 @@ def markdown(rows: Sequence[CoverageRow]) -> str:
         )
     refused = causes(rows)
     if refused:
-        lines += ["", "| refusals | cause (the file's name and numbers taken out) |", "|---|---|"]
+        lines += [
+            "",
+            "| refusals | cause (the file's name, numbers and names inside the module taken out) |",
+            "|---|---|",
+        ]
         lines += [f"| {n} | {_cell(c)} |" for c, n, _ in refused]
     lines += ["", "| folder | file | result | s |", "|---|---|---|---|"]
     for r in rows:
