@@ -38,7 +38,7 @@ def _recurrent_shape(m: Any, input: Any, hx: Any = None) -> Any:
     if batched:
         batch, steps = (input.shape[0], input.shape[1]) if m.batch_first else (input.shape[1], input.shape[0])
         state: tuple[int, ...] = (d * m.num_layers, batch)
-        out_shape = (batch, steps, d * out_size) if m.batch_first else (steps, batch, d * out_size)
+        out_shape: tuple[int, ...] = (batch, steps, d * out_size) if m.batch_first else (steps, batch, d * out_size)
     else:
         state, out_shape = (d * m.num_layers,), (input.shape[0], d * out_size)
     out = input.new_empty(out_shape)
@@ -61,7 +61,7 @@ def _batch_norm_shape(m: Any, input: Any) -> Any:
     if input.shape[1] != m.num_features:
         raise RuntimeError(f"running_mean should contain {input.shape[1]} elements not {m.num_features}")
     if m.training:
-        F._verify_batch_size(input.size())  # one value per channel cannot be normalised in training
+        F._verify_batch_size(input.size())  # type: ignore[attr-defined]  # one value per channel: no statistics
     return input.new_empty(input.shape)
 
 
@@ -77,6 +77,6 @@ def shapes_only(model: Any) -> None:
         if isinstance(m, nn.RNNBase):
             m.forward = types.MethodType(_recurrent_shape, m)
         elif isinstance(m, nn.modules.batchnorm._BatchNorm) and not isinstance(m, nn.SyncBatchNorm):
-            m.forward = types.MethodType(_batch_norm_shape, m)
+            m.forward = types.MethodType(_batch_norm_shape, m)  # type: ignore[method-assign]
         elif isinstance(m, nn.Hardtanh):  # ReLU6 too: an in-place clamp decomposes into several ops
-            m.forward = types.MethodType(_elementwise_shape, m)
+            m.forward = types.MethodType(_elementwise_shape, m)  # type: ignore[method-assign]
