@@ -17,8 +17,9 @@ from cuda_llm.engine.torchtask import INSTALL_HINT
 from cuda_llm.engine.torchtask.child import ChildRun, run_bounded
 
 # Importing PyTorch alone takes seconds on a busy machine; the probes run on the meta device and
-# one small real run: a minute is a file that hangs, not one that is slow.
-PROBE_TIMEOUT_S = 120.0
+# one small real run. A whole model (DenseNet201: 600 tensors, about ten probes) took over 120 s on
+# the 2-core machine under a load of 12: five minutes is a file that hangs.
+PROBE_TIMEOUT_S = 300.0
 
 
 class ImportRefused(UserError):
@@ -77,6 +78,7 @@ class ModuleFacts:
     tuples: dict[str, tuple[str | int, ...]] = field(default_factory=dict)
     numbers: tuple[NumberFacts, ...] = ()
     forward_inputs: tuple[str, ...] = ()  # forward's arguments in order: buffer and scalar names
+    batch_statistics: tuple[str, ...] = ()  # layers normalising with the batch's statistics (training.py)
 
     @classmethod
     def from_json(cls, source: Path, data: dict[str, Any]) -> ModuleFacts:
@@ -100,7 +102,13 @@ class ModuleFacts:
                 for n in data.get("numbers", [])
             ),
             forward_inputs=tuple(data.get("forward_inputs", ())),
+            batch_statistics=tuple(data.get("batch_statistics", ())),
         )
+
+
+def naming_the_file(path: Path, line: str) -> str:
+    """A refusal that starts with the file it is about (the child's lines often say "forward raised ...")."""
+    return line if line.startswith(path.name) else f"{path.name}: {line}"
 
 
 def inspect_module(path: Path, timeout_s: float = PROBE_TIMEOUT_S) -> ModuleFacts:
@@ -128,7 +136,7 @@ def inspect_module(path: Path, timeout_s: float = PROBE_TIMEOUT_S) -> ModuleFact
     if not isinstance(data, dict):
         raise ImportRefused(_ended_early(path, run))
     if "error" in data:
-        raise ImportRefused(str(data["error"]))
+        raise ImportRefused(naming_the_file(path, str(data["error"])))
     return ModuleFacts.from_json(path, data)
 
 

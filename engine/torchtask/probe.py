@@ -22,7 +22,9 @@ from typing import Any
 
 from cuda_llm.engine.task.dtypes import DTYPES, dtype_of_torch
 from cuda_llm.engine.torchtask.child import end_tree
+from cuda_llm.engine.torchtask.meta_layers import shapes_only
 from cuda_llm.engine.torchtask.shapes import agrees, fit_shape, used_names
+from cuda_llm.engine.torchtask.training import batch_statistics_layers, random_layer
 
 _INT32_MAX = 2**31 - 1
 # Integer constants below this are kernel sizes, strides, axes or counts of heads, not sizes a
@@ -108,6 +110,16 @@ def _dtype(t: Any, what: str) -> str:
     return d.name
 
 
+def missing_package(path: Path, exc: ModuleNotFoundError) -> str:
+    top = (exc.name or "").split(".")[0]
+    if not top:
+        return f"{path.name} fails to import: ModuleNotFoundError: {exc}"
+    return (
+        f"{path.name} fails to import: it needs the Python package {top!r}, which is not installed where "
+        f"cuda-llm runs; install it (pip install {top}) and import the file again"
+    )
+
+
 class ModuleFile:
     def __init__(self, path: Path, tuples: bool = True) -> None:
         import importlib.util
@@ -119,6 +131,8 @@ class ModuleFile:
         self.module = importlib.util.module_from_spec(spec)
         try:
             spec.loader.exec_module(self.module)
+        except ModuleNotFoundError as exc:
+            raise Refused(missing_package(path, exc)) from None
         except (Exception, SystemExit) as exc:  # an exit while loading is the file's fault too
             raise Refused(f"{path.name} fails to import: {type(exc).__name__}: {exc}") from None
         import torch
@@ -128,6 +142,7 @@ class ModuleFile:
             raise Refused(f"{path.name} defines no Model class (an nn.Module subclass); the format needs one")
         if not callable(getattr(self.module, "get_inputs", None)):
             raise Refused(f"{path.name} defines no get_inputs(); the format needs one returning forward's inputs")
+        self.build_on_cpu = False  # set once the constructor failed on the meta device
         self.constants = {
             k: v
             for k, v in vars(self.module).items()
@@ -174,8 +189,25 @@ class ModuleFile:
                 parts[t][i] = e
         return parts
 
-    def run(self, values: dict[str, int], device: str, dtype: Any = None) -> dict[str, Any]:
-        """Run the module with these constants; return its tensors' facts (and the tensors)."""
+    def _build(self, init: list[Any], device: str) -> Any:
+        """Model(*init) on `device`; a constructor that reads values (`.item()`, a Python number of
+        a tensor) cannot run on the meta device: it is built on the CPU and moved there."""
+        import torch
+
+        if device == "meta" and not self.build_on_cpu:
+            try:
+                return self.module.Model(*init)
+            except Exception:
+                self.build_on_cpu = True
+        try:
+            with torch.device("cpu" if device == "meta" else device):
+                return self.module.Model(*init)
+        except Exception as exc:
+            raise Refused(f"Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}") from None
+
+    def run(self, values: dict[str, int], device: str, dtype: Any = None, fallback: bool = False) -> dict[str, Any]:
+        """Run the module with these constants; return its tensors' facts (and the tensors).
+        `fallback`: a CPU run standing in for a meta run that failed on a value-dependent op."""
         import torch
         from torch.utils.flop_counter import FlopCounterMode
 
@@ -190,10 +222,7 @@ class ModuleFile:
                 inputs = self.module.get_inputs()
             except Exception as exc:
                 raise Refused(f"get_inputs() raised {type(exc).__name__}: {exc}") from None
-            try:
-                model = self.module.Model(*init)
-            except Exception as exc:
-                raise Refused(f"Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}") from None
+            model = self._build(init, device)
         if not isinstance(inputs, list | tuple):
             raise Refused(f"get_inputs() returns a {type(inputs).__name__}, not a list of tensors")
         for i, x in enumerate(inputs):
@@ -202,7 +231,12 @@ class ModuleFile:
                     f"get_inputs() item {i} is a {type(x).__name__}, not a tensor or a number: only tensors become "
                     "task buffers and numbers scalars (make it a module constant or a Model argument)"
                 )
+        random = random_layer(model)
+        if random:
+            raise Refused(f"forward is random: {random} in the file and import it again")
         model = model.to(device)
+        if device == "meta":
+            shapes_only(model)
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
         if dtype is not None:
             model = model.to(dtype)
@@ -215,13 +249,15 @@ class ModuleFile:
         except Exception as exc:
             nbytes = sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
             if device == "meta" and nbytes <= CPU_FALLBACK_MAX_BYTES:
-                return self.run(values, "cpu", dtype)  # an op the meta device cannot run (.item(), ...)
+                return self.run(values, "cpu", dtype, fallback=True)  # an op meta cannot run (.item(), ...)
             raise Refused(f"forward raised {type(exc).__name__}: {exc}") from None
         outs = list(out) if isinstance(out, list | tuple) else [out]
         for i, o in enumerate(outs):
             if not isinstance(o, torch.Tensor):
                 what = type(out).__name__ if o is out else f"a {type(out).__name__} holding a {type(o).__name__}"
                 raise Refused(f"forward returns {what} (item {i}), not a tensor or a tuple of tensors")
+        if fallback:
+            _same_shapes_for_other_values(model, inputs, outs)
         return {
             "inputs": [(_dtype(x, f"input {i}"), list(x.shape)) for i, x in enumerate(inputs) if not is_number(x)],
             "input_positions": [i for i, x in enumerate(inputs) if not is_number(x)],
@@ -230,6 +266,7 @@ class ModuleFile:
             "flops": int(counter.get_total_flops()),
             "tuple": isinstance(out, list | tuple),
             "forward_args": list(inspect.signature(model.forward).parameters),
+            "batch_statistics": batch_statistics_layers(model),
         }
 
 
@@ -295,6 +332,37 @@ def _forward_inputs(positions: list[int], tensors: list[dict[str, Any]], numbers
     by_pos = {p: t["name"] for p, t in zip(positions, tensors, strict=True)}
     by_pos.update({n["position"]: n["name"] for n in numbers})
     return [by_pos[p] for p in sorted(by_pos)]
+
+
+def _same_shapes_for_other_values(model: Any, inputs: list[Any], outs: list[Any]) -> None:
+    """Refuse a forward whose results' shapes depend on the inputs' values (nonzero, masked_select,
+    unique): a task's outputs have shapes of the sizes alone. Checked with other values of the
+    same shapes, where the meta device could not tell (it stops at such ops)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(1)
+    other = [
+        torch.rand(x.shape, generator=gen, dtype=x.dtype) * 2 - 1
+        if x.is_floating_point()
+        else torch.randint(0, 2, x.shape, generator=gen, dtype=x.dtype)
+        if x.dtype != torch.bool
+        else torch.rand(x.shape, generator=gen) < 0.5
+        for x in inputs
+    ]
+    try:
+        with torch.no_grad():
+            again = model(*other)
+    except Exception:
+        return  # other values the module does not accept (indices, say): nothing learnt
+    again_outs = list(again) if isinstance(again, list | tuple) else [again]
+    before = [tuple(o.shape) for o in outs]
+    after = [tuple(o.shape) if isinstance(o, torch.Tensor) else None for o in again_outs]
+    if before != after:
+        raise Refused(
+            f"the shape of forward's result depends on the input values ({before} with get_inputs()'s, {after} "
+            "with others of the same shapes); a task's outputs have shapes set by the sizes alone: make forward "
+            "return a fixed shape (a mask or padding instead of selecting elements)"
+        )
 
 
 def _shapes(facts: dict[str, Any]) -> list[list[int]]:
@@ -422,6 +490,7 @@ def probe(path: Path, tuples: bool = True) -> dict[str, Any]:
     timing = {c: base_values[c] for c in sizes}
     fixed = {c: v for c, v in base_values.items() if c not in sizes and c not in mf.elements}
     cases: list[dict[str, int]] = []
+    case_facts: list[dict[str, Any]] = []
     for _label, rule in SMALL_RULES:
         point = {c: rule(v) for c, v in timing.items()}
         if point == timing or point in cases:
@@ -432,19 +501,17 @@ def probe(path: Path, tuples: bool = True) -> dict[str, Any]:
             continue
         shapes = _shapes(facts)
         if len(shapes) == len(fits) and all(agrees(f, point, s) for f, s in zip(fits, shapes, strict=True)):
-            if flops_fit == "0" or agrees([flops_fit], point, [facts["flops"]]):
-                cases.append(point)
-            else:
+            if flops_fit != "0" and not agrees([flops_fit], point, [facts["flops"]]):
                 flops_fit = "0"
-                cases.append(point)
+            cases.append(point)
+            case_facts.append(facts)
     # The reference must compute real values: float64 on the CPU at the smallest case.
-    smallest = cases[0] if cases else timing
+    smallest, smallest_facts = (cases[0], case_facts[0]) if cases else (timing, base)
     import torch
 
-    if _elements(mf.run({**base_values, **smallest}, "meta")) <= REAL_RUN_MAX_ELEMENTS:
+    if _elements(smallest_facts) <= REAL_RUN_MAX_ELEMENTS:
         mf.run({**base_values, **smallest}, "cpu", torch.float64)
         _refuse_random(mf, {**base_values, **smallest})
-    mf.run(base_values, "meta")
     taken = set(base_values)
     args = [a for a in base["forward_args"] if a not in ("args", "kwargs")]
     inputs = []
@@ -476,6 +543,7 @@ def probe(path: Path, tuples: bool = True) -> dict[str, Any]:
         "tuples": mf.tuple_parts(set(timing)),
         "numbers": numbers,
         "forward_inputs": _forward_inputs(base["input_positions"], inputs, numbers),
+        "batch_statistics": base["batch_statistics"],
         "gpu_free_bytes": _gpu_free_bytes(),
     }
 

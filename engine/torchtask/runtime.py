@@ -213,7 +213,14 @@ class ImportedModule:
         model = self.build(sizes, str(device)).to(torch.float64)
         # A Python number among get_inputs() is a task scalar: the sizes carry its value.
         args = [wide(inputs[name]) if name in inputs else sizes[name] for name in self.binding.inputs]
-        params = {path: wide(inputs[name]) for name, path in self.binding.parameters.items()}
+        # forward may update the module's buffers in place (BatchNorm's running statistics and its
+        # int64 num_batches_tracked in training mode): they get copies, so the device's masters of the
+        # task's inputs stay as made (wide() copies only what it converts).
+        changing = {path for path, _ in model.named_buffers(remove_duplicate=False)}
+        params = {
+            path: wide(inputs[name]).clone() if path in changing else wide(inputs[name])
+            for name, path in self.binding.parameters.items()
+        }
         # The module's own casts (.to(torch.float32), .bfloat16(), dtype=) give float64 here too, as
         # on the host path: the reference is the module's math without its rounding.
         with _casts_to(torch, torch.float64):
@@ -269,7 +276,13 @@ class ImportedModule:
         try:
             model = self.build(sizes, device).to(tdtype)
             args = [tensor(name) if name in inputs else sizes[name] for name in self.binding.inputs]
-            params = {path: tensor(name) for name, path in self.binding.parameters.items()}
+            # forward may update the module's buffers in place (BatchNorm's running statistics in
+            # training mode): they get copies, so the task's inputs stay as generated.
+            changing = {path for path, _ in model.named_buffers(remove_duplicate=False)}
+            params = {
+                path: tensor(name).clone() if path in changing else tensor(name)
+                for name, path in self.binding.parameters.items()
+            }
             with _casts_to(torch, tdtype):
                 outs = self.forward(model, sizes, args, params)
             return {

@@ -13,6 +13,7 @@ renamed into place only then: a refusal leaves nothing behind.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import tempfile
@@ -23,13 +24,19 @@ from cuda_llm.engine.core.errors import TaskFileError, UserError
 from cuda_llm.engine.task import expr
 from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.loader import load_task
-from cuda_llm.engine.task.scaffold import check_task_name
+from cuda_llm.engine.task.plan import MAX_ARGS, MAX_LAUNCHES
+from cuda_llm.engine.task.scaffold import MAX_NAME_CHARS, check_task_name
+from cuda_llm.engine.torchtask.byte_count import byte_count
 from cuda_llm.engine.torchtask.inspect_module import ModuleFacts, TensorFacts
+from cuda_llm.engine.torchtask.training import rule_text
 
 MODULE_FILE = "module.py"
 BASELINE_KERNEL = "eager_module"
 # How a constant number from get_inputs() is declared in the calling-convention kernel.
 SCALAR_C_TYPES = {"int32": "int", "int64": "long long", "float64": "double"}
+# A name cut to fit ends in this many hex digits of its file name's SHA-1: two long names that
+# share their start stay apart (32 bits: a clash needs tens of thousands of such files).
+NAME_DIGEST_CHARS = 8
 # int32 sizes unless a value needs more.
 _INT32_MAX = 2**31 - 1
 
@@ -39,9 +46,15 @@ def default_name(facts: ModuleFacts) -> str:
 
 
 def name_for(source: Path) -> str:
-    """The task name a module file gets when no --name is given."""
+    """The file's name as a task name (when no --name is given): an identifier of at most
+    MAX_NAME_CHARS, the same for the same file name on every machine (a long name keeps its start and
+    gains a digest of the whole)."""
     stem = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in source.stem)
-    return stem if stem and not stem[0].isdigit() else f"module_{stem}"
+    name = stem if stem and not stem[0].isdigit() else f"module_{stem}"
+    if len(name) <= MAX_NAME_CHARS:
+        return name
+    digest = hashlib.sha1(source.stem.encode()).hexdigest()[:NAME_DIGEST_CHARS]
+    return f"{name[: MAX_NAME_CHARS - NAME_DIGEST_CHARS - 1].rstrip('_')}_{digest}"
 
 
 def check_destination(source: Path, root: Path, name: str | None = None) -> Path:
@@ -91,11 +104,7 @@ def _category(facts: ModuleFacts) -> str:
 
 
 def _roofline_bytes(tensors: tuple[TensorFacts, ...]) -> str:
-    terms = []
-    for t in tensors:
-        dims = [d if d.isidentifier() or d.isdigit() else f"({d})" for d in t.shape]
-        terms.append(" * ".join([str(DTYPES[t.dtype].itemsize), *dims]))
-    return " + ".join(terms)
+    return byte_count(((DTYPES[t.dtype].itemsize, t.shape) for t in tensors), limit=expr.MAX_EXPRESSION_CHARS)
 
 
 def _summary(facts: ModuleFacts) -> str:
@@ -128,6 +137,8 @@ def _description(facts: ModuleFacts) -> str:
         lines.append(f"Output: {facts.outputs[0].name}, the tensor forward returns.")
     lines.append("Every tensor is contiguous, row-major (C order), in the shapes listed under Buffers.")
     lines += _type_notes(facts)
+    if facts.batch_statistics:
+        lines.append(rule_text(facts.batch_statistics))
     if facts.sizes:
         names = ", ".join(facts.sizes)
         lines.append(
@@ -336,24 +347,81 @@ def baseline_files(name: str, facts: ModuleFacts, timing: dict[str, int]) -> tup
             args.append(n.name)
     headers = sorted({h for t in (*facts.inputs, *facts.params, *facts.outputs) if (h := DTYPES[t.dtype].header)})
     include = "".join(f"#include <{h}>\n" for h in headers) + ("\n" if headers else "")
+    nbuf = len(facts.inputs) + len(facts.params) + len(facts.outputs)
+    kernels = stub_kernels(facts, params[:nbuf], args[:nbuf], params[nbuf:], args[nbuf:])
     source = (
         f"// The baseline of {name} is PyTorch eager: module.py's Model at its own dtype, run and timed by\n"
         "// the harness in place of this kernel. The kernel only shows the calling convention: every\n"
         "// buffer (inputs, the module's parameters, outputs), then every size and scalar, in task.toml's order.\n"
-        f"{include}"
-        f'extern "C" __global__ void {BASELINE_KERNEL}(\n    ' + ",\n    ".join(params) + ")\n{\n}\n"
+        + (
+            f"// A kernel takes at most {MAX_ARGS} arguments: the buffers are shared out over {len(kernels)} of them.\n"
+            if len(kernels) > 1
+            else ""
+        )
+        + include
+        + "\n".join(
+            f'extern "C" __global__ void {kernel}(\n    ' + ",\n    ".join(decl) + ")\n{\n}\n"
+            for kernel, decl, _ in kernels
+        )
     )
-    plan = {"launches": [{"kernel": BASELINE_KERNEL, "grid": [1], "block": [1], "shared_bytes": 0, "args": args}]}
-    return source, json.dumps(plan, indent=1) + "\n"
+    launches = [
+        {"kernel": kernel, "grid": [1], "block": [1], "shared_bytes": 0, "args": kernel_args}
+        for kernel, _, kernel_args in kernels
+    ]
+    return source, json.dumps({"launches": launches}, indent=1) + "\n"
 
 
-def _in_user_terms(exc: TaskFileError) -> str:
-    """A load failure of the task just written, without the staging folder's path (it is gone when
-    the user reads the line) and with a buffer named as the module's tensor it stands for."""
-    parts = (exc.field or "").split(".")
-    if len(parts) >= 2 and parts[0] == "buffers":
-        return f"tensor {parts[1]}: {exc.problem}"
-    return exc.problem
+def stub_kernels(
+    facts: ModuleFacts, buffer_decl: list[str], buffer_args: list[object], tail_decl: list[str], tail_args: list[object]
+) -> list[tuple[str, list[str], list[object]]]:
+    """The stub baseline's kernels (name, parameters, plan arguments): one taking every buffer and
+    then the sizes, or, for a whole model with more buffers than one launch passes, several, each
+    taking its share of the buffers and then the sizes. Raises UserError past what a plan holds."""
+    if len(buffer_args) + len(tail_args) <= MAX_ARGS:
+        return [(BASELINE_KERNEL, buffer_decl + tail_decl, buffer_args + tail_args)]
+    share = MAX_ARGS - len(tail_args)
+    count = -(-len(buffer_args) // share) if share > 0 else MAX_LAUNCHES + 1
+    if count > MAX_LAUNCHES:
+        raise UserError(
+            f"{facts.source.name} has {len(buffer_args)} tensors (inputs, parameters, buffers, outputs) and "
+            f"{len(tail_args)} sizes: a task's launch plan passes at most {MAX_LAUNCHES} x {MAX_ARGS} arguments; "
+            "import a part of the model (a block) instead"
+        )
+    return [
+        (
+            f"{BASELINE_KERNEL}_{i}",
+            buffer_decl[i * share : (i + 1) * share] + tail_decl,
+            buffer_args[i * share : (i + 1) * share] + tail_args,
+        )
+        for i in range(count)
+    ]
+
+
+def _what(facts: ModuleFacts, field: str | None) -> str:
+    """The part of the module a task file's field came from, in the module's terms."""
+    parts = (field or "").split(".")
+    if parts[0] == "buffers" and len(parts) > 1:
+        for t in facts.inputs:
+            if t.name == parts[1]:
+                return f"forward's argument {t.name}"
+        for t in facts.params:
+            if t.name == parts[1]:
+                return f"self.{t.path}"
+        return "forward's result"
+    return {
+        "roofline": "the count of bytes it moves",
+        "sizes": "its size constants",
+        "scalars": "its size constants",
+    }.get(parts[0], "the module")
+
+
+def unexpressed(facts: ModuleFacts, exc: TaskFileError) -> str:
+    """The one line for a module the task format cannot hold as written: the file, which of its
+    tensors or counts, the format's reason, what to do; never the staging path or a TOML key."""
+    return (
+        f"{facts.source.name} cannot become a task: {_what(facts, exc.field)} cannot be expressed "
+        f"({exc.problem}); change that in the file, or report it as an importer limitation"
+    )
 
 
 def write_task(facts: ModuleFacts, root: Path, name: str | None = None) -> Path:
@@ -378,7 +446,7 @@ def write_task(facts: ModuleFacts, root: Path, name: str | None = None) -> Path:
         try:
             load_task(work)
         except TaskFileError as exc:  # a module this writer does not yet express: say so, write nothing
-            raise UserError(f"{facts.source.name} could not become a task: {_in_user_terms(exc)}") from None
+            raise UserError(unexpressed(facts, exc)) from None
         try:
             work.rename(folder)
         except OSError as exc:

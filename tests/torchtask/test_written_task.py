@@ -169,6 +169,7 @@ def test_files_that_do_not_load_leave_nothing_behind(tmp_path):
     facts = facts_of(tmp_path)
     broken = dataclasses.replace(facts, inputs=(TensorFacts("x", "float32", ("rows", "depth")),))
     root = tmp_path / "tasks"
-    with pytest.raises(UserError, match=r"could not become a task: .*unknown name\(s\) \['depth'\]"):
+    refusal = r"^two_outputs.py cannot become a task: forward's argument x .*unknown name\(s\) \['depth'\]"
+    with pytest.raises(UserError, match=refusal):
         write_task(broken, root)
     assert list(root.iterdir()) == []  # neither the task nor its staging folder
