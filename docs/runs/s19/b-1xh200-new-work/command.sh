@@ -13,7 +13,7 @@ for f in "${FILES[@]}"; do
 done
 left=$((500 - SECONDS)); [ $left -gt 60 ] && step bench-large-problems $left python3 -m bench.large_problems --json "$L/large.json"
 # KernelBench's files as they are: import, then eager judged (eval TASK baseline) at the file's sizes.
-kb() { local f=$1 t; t=$(python3 -m cuda_llm.app.launcher tasks import "$f" --dir "$L/kbtasks" 2>&1 | tee -a "$L/kb-import.log" | grep -o "task [A-Za-z0-9_]*" | head -1 | cut -d' ' -f2)
-  echo "== $f -> ${t:-refused}" >> "$L/kb-eval.log"; [ -n "$t" ] && CUDA_LLM_TASK_PATH="$L/kbtasks" timeout 100 python3 -m cuda_llm.app.launcher eval "$t" baseline >> "$L/kb-eval.log" 2>&1; echo "rc=$?" >> "$L/kb-eval.log"; }
+kb() { local f=$1 t; t=$(timeout 200 python3 -m cuda_llm tasks import "$f" --dir "$L/kbtasks" 2>&1 | tee -a "$L/kb-import.log" | sed -n 's|^created [^ ]*/\([A-Za-z0-9_]*\) from.*|\1|p' | head -1)
+  echo "== $f -> ${t:-refused}" >> "$L/kb-eval.log"; [ -n "$t" ] && CUDA_LLM_TASK_PATH="$L/kbtasks" timeout 100 python3 -m cuda_llm eval "$t" baseline >> "$L/kb-eval.log" 2>&1; echo "rc=$?" >> "$L/kb-eval.log"; }
 for f in .kb/*.py; do [ $((580 - SECONDS)) -gt 30 ] || break; kb "$f"; done
 finish
