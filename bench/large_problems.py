@@ -197,22 +197,26 @@ async def main_async(args: argparse.Namespace) -> int:
     from cuda_llm.engine.gpu.protocol import device_label
 
     settings = Settings()
-    env = await open_environment(settings, compile_only=args.compile_only, gpus=None if args.compile_only else "0")
-    device = device_label(env.device, env.arch) if env.device else f"compile-only ({env.arch})"
-    print(f"device: {device}; scale: {args.scale}")
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="large_problems."))
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    try:
-        for problem in PROBLEMS:
-            if args.only and problem.name not in args.only:
-                continue
+    device = ""
+    for problem in PROBLEMS:
+        if args.only and problem.name not in args.only:
+            continue
+        # A worker of its own for each problem, as each session has: the cases one problem keeps on
+        # the device are gone before the next is imported (its import asks for the GPU's free memory).
+        env = await open_environment(settings, compile_only=args.compile_only, gpus=None if args.compile_only else "0")
+        try:
+            if not device:
+                device = device_label(env.device, env.arch) if env.device else f"compile-only ({env.arch})"
+                print(f"device: {device}; scale: {args.scale}")
             print(f"{problem.name}:")
             folder = out / problem.name
             folder.mkdir(exist_ok=True)
             rows.append(await judge_problem(env, settings, problem, folder, args.scale))
-    finally:
-        await env.close()
+        finally:
+            await env.close()
     if args.json:
         Path(args.json).write_text(json.dumps({"device": device, "scale": args.scale, "rows": rows}, indent=1))
     return 0

@@ -213,8 +213,8 @@ def point_at(victim: str, name: str = "a") -> Callable:
         set_up = profiler._set_up
         found: dict[str, int] = {}
 
-        def wrapped(task, e, timed_inputs, placements):
-            set_up(task, e, timed_inputs, placements)
+        def wrapped(task, e, *rest):
+            set_up(task, e, *rest)
             if e.label == victim:
                 found["ptr"] = e.placements[0].bufs.device[name].ptr
             if e.label == "attacker":
