@@ -70,13 +70,22 @@ def test_a_kernel_that_leaves_its_output_to_stale_memory_is_refused_at_the_small
 @pytest.mark.parametrize("after", ["two launches", "validation"])
 def test_a_kernel_that_caches_its_result_across_runs_is_refused(gpu, imported, after):
     """Right for its first launches, then it returns at once, leaving whatever earlier runs left in the
-    output: refused by validation (its next case's outputs are poisoned first) or, when it was right for
-    all of validation's launches, by the check after timing (new inputs in the same buffers)."""
+    output. Its launch counter is a __device__ variable, which the judge puts back before every run
+    that must be independent (engine/gpu/device_state.py): so it is either refused (validation poisons
+    the next case's outputs; the check after timing brings new inputs) or it never reaches its
+    threshold and is timed doing the whole work, no faster than the honest kernel (call C of session
+    19 on an H200: the 'validation' variant was judged correct at 56.7 us, the honest kernel's time)."""
     task = gpu.task(str(imported[TASK]))
     validation_launches = 2 * sum(c.seeds for c in task.validation)  # each case runs twice
     threshold = 2 if after == "two launches" else validation_launches
     j = _judge(gpu, task, f"caches_after_{threshold}", CACHES_AFTER.replace("THRESHOLD", str(threshold)), profile=True)
-    assert j.status == "wrong", j.message
-    if j.validation is not None and j.validation.passed:
-        assert j.timing is not None and j.timing.state_check, j.message
     print(f"{after}: {j.message}")
+    if j.status == "wrong":
+        if j.validation is not None and j.validation.passed:
+            assert j.timing is not None and j.timing.state_check, j.message
+        return
+    assert j.status == "correct" and j.timing is not None, j.message
+    honest = _judge(gpu, task, "honest", CACHES_AFTER.replace("THRESHOLD", str(2**62)), profile=True)
+    assert honest.status == "correct" and honest.timing is not None, honest.message
+    # The cheat's path returns at once; timed on it, it would take a small share of the honest time.
+    assert j.timing.median_us > 0.8 * honest.timing.median_us, (j.message, honest.message)
