@@ -248,6 +248,24 @@ def test_the_home_check_sees_a_second_dtype_table(tmp_path):
     assert dtype_tables(tmp_path) == {"engine/a.py", "engine/b.py", "engine/c.py", "app/d.py"}
 
 
+# Building the engine's SessionOptions: app/options.py session_options, for the start screen, `run` and `bench`.
+OPTIONS_BUILDER = r"\bSessionOptions\s*\("
+
+
+def test_one_builder_of_session_options():
+    assert homes(OPTIONS_BUILDER) == {"app/options.py"}
+    assert len(re.findall(OPTIONS_BUILDER, (ROOT / "app" / "options.py").read_text())) == 1
+
+
+def test_the_home_check_sees_a_second_options_builder(tmp_path):
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "a.py").write_text("return SessionOptions(\n    task=task, model=args.model)\n")
+    (tmp_path / "engine" / "b.py").write_text("options = SessionOptions (task, model)\n")
+    (tmp_path / "app" / "c.py").write_text("options = session_options(where, task, model)\nclass SessionOptions:\n")
+    assert homes(OPTIONS_BUILDER, tmp_path) == {"app/a.py", "engine/b.py"}
+
+
 def test_the_code_cites_only_documents_of_the_repository():
     """Docstrings point at docs/architecture.md, never at a design page the repository does not hold."""
     assert homes(r"DESIGN\.md") == set()
