@@ -266,6 +266,30 @@ def test_the_home_check_sees_a_second_options_builder(tmp_path):
     assert homes(OPTIONS_BUILDER, tmp_path) == {"app/a.py", "engine/b.py"}
 
 
+def backend_lists(root: Path = ROOT) -> set[str]:
+    """Files of app/ that spell out the model backends themselves (engine/llm/spec.py BACKENDS is their
+    home): a collection of two or more quoted backend kinds on one line, or a comparison with one."""
+    from cuda_llm.engine.llm.spec import BACKENDS
+
+    kind = r"[\"'](?:" + "|".join(map(re.escape, BACKENDS)) + r")[\"']"
+    listed = re.compile(r"(\{|\[|\()\s*" + kind + r"(\s*,\s*" + kind + r")+")
+    compared = re.compile(r"[=!]=\s*" + kind + "|" + kind + r"\s*[=!]=")
+    return homes(listed.pattern, root, tops=("app",)) | homes(compared.pattern, root, tops=("app",))
+
+
+def test_the_tui_takes_the_backends_from_the_registry():
+    assert backend_lists() == set()
+
+
+def test_the_home_check_sees_a_hard_coded_backend_list(tmp_path):
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "a.py").write_text('ENDPOINT_KINDS = ("openai", "ollama")\n')
+    (tmp_path / "app" / "b.py").write_text('if ep.kind == "openai":\n    pass\n')
+    (tmp_path / "app" / "c.py").write_text("KINDS = ['ollama','replay', 'manual']\n")
+    (tmp_path / "app" / "d.py").write_text('choice = ModelChoice(f"ollama:{m}", host=host)\nkinds = server_kinds()\n')
+    assert backend_lists(tmp_path) == {"app/a.py", "app/b.py", "app/c.py"}
+
+
 def test_the_code_cites_only_documents_of_the_repository():
     """Docstrings point at docs/architecture.md, never at a design page the repository does not hold."""
     assert homes(r"DESIGN\.md") == set()
