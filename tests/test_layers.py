@@ -290,6 +290,25 @@ def test_the_home_check_sees_a_hard_coded_backend_list(tmp_path):
     assert backend_lists(tmp_path) == {"app/a.py", "app/b.py", "app/c.py"}
 
 
+# Framing a message for the GPU worker's pipe: a length header, packing a length, reading exactly so
+# many bytes. engine/gpu/wire.py is its home, for the worker and the engine's client alike.
+WIRE_FRAMING = r"struct\.Struct\(\s*[\"'][<>!=@]?[QIL][\"']\s*\)|\.pack\(\s*len\(|\.readexactly\(|def _read_exact\b"
+
+
+def test_one_home_of_the_wire_framing():
+    assert homes(WIRE_FRAMING) == {"engine/gpu/wire.py"}
+
+
+def test_the_home_check_sees_a_second_framing(tmp_path):
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "app").mkdir()
+    (tmp_path / "engine" / "a.py").write_text('_HEADER = struct.Struct("<Q")\n')
+    (tmp_path / "engine" / "b.py").write_text("proc.stdin.write(HEADER.pack(len(payload)) + payload)\n")
+    (tmp_path / "engine" / "c.py").write_text("size = await stdout.readexactly(8)\n")
+    (tmp_path / "app" / "d.py").write_text('_SECTION = struct.Struct("<IIQQ")\nproc.stdin.write(frame(message))\n')
+    assert homes(WIRE_FRAMING, tmp_path) == {"engine/a.py", "engine/b.py", "engine/c.py"}
+
+
 def test_the_code_cites_only_documents_of_the_repository():
     """Docstrings point at docs/architecture.md, never at a design page the repository does not hold."""
     assert homes(r"DESIGN\.md") == set()
