@@ -39,19 +39,19 @@ from cuda_llm.engine.core.errors import headline
 from cuda_llm.engine.core.files import write_atomically
 from cuda_llm.engine.core.paths import user_config_dir
 from cuda_llm.engine.core.settings import KNOBS
+from cuda_llm.engine.llm.spec import server_kinds
 
 CONFIG_FILE = "tui.toml"
 STATE_FILE = "tui-state.toml"  # beside the config: what the app remembers; the config stays the user's
 # The choices the app remembers (in the state file). Not auto-accept: the TUI's point is to review, so
 # a session starts with it off unless the config says otherwise; turning it on is for that session.
 REMEMBERED = ("task", "model", "endpoint", "candidates", "rounds", "repairs", "patience", "target_roofline", "theme")
-ENDPOINT_KINDS = ("openai", "ollama")
 
 
 @dataclass(frozen=True)
 class Endpoint:
     name: str
-    kind: str  # "openai" | "ollama"
+    kind: str  # a backend that talks to a server (engine/llm/spec.py server_kinds)
     url: str
     model: str = ""  # the model to ask for; empty: pick it on the start screen
 
@@ -178,8 +178,8 @@ def _from_dict(data: dict[str, Any]) -> AppConfig:
             ep = Endpoint(str(item["name"]), str(item["kind"]), str(item["url"]), str(item.get("model", "")))
         except KeyError as exc:
             raise ValueError(f"endpoints[{i}] needs {exc.args[0]}") from None
-        if ep.kind not in ENDPOINT_KINDS:
-            raise ValueError(f"endpoints[{i}].kind must be one of {', '.join(ENDPOINT_KINDS)}")
+        if ep.kind not in (kinds := server_kinds()):
+            raise ValueError(f"endpoints[{i}].kind must be one of {', '.join(kinds)}")
         endpoints.append(ep)
     keys = data.get("keys", {})
     if not isinstance(keys, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in keys.items()):

@@ -1,5 +1,6 @@
 """What a session is started with: the command line's defaults (server, database, device) and the
-start screen's choices, turned into the engine's SessionOptions."""
+start screen's choices, turned into the engine's SessionOptions. `session_options` is the one place that
+builds a SessionOptions: the start screen, `run` and `bench` all go through it."""
 
 from __future__ import annotations
 
@@ -56,33 +57,44 @@ def new_session(defaults: Defaults, c: Choices) -> SessionRequest:
         target_roofline=c.target_roofline or None,
         auto_accept=c.auto_accept,
     )
-    options = SessionOptions(
-        task=c.task,
-        model=c.model,
-        loop=loop,
-        db=defaults.db,
-        host=c.host or defaults.host,
-        base_url=c.base_url or defaults.base_url,
-        compile_only=defaults.compile_only,
-        arch=defaults.arch,
-        gpu=defaults.gpu,
-        cluster=defaults.cluster,
-    )
-    return SessionRequest(options, c.auto_accept)
+    where = dataclasses.replace(defaults, host=c.host or defaults.host, base_url=c.base_url or defaults.base_url)
+    return SessionRequest(session_options(where, c.task, c.model, loop), c.auto_accept)
 
 
 def resume_session(defaults: Defaults, session_id: int, auto_accept: bool, host: str | None = None) -> SessionRequest:
-    options = SessionOptions(
-        task=None,
-        model=None,
-        loop=defaults.loop,
-        db=defaults.db,
-        host=host or defaults.host,
-        base_url=defaults.base_url,
-        compile_only=defaults.compile_only,
-        arch=defaults.arch,
-        gpu=defaults.gpu,
-        cluster=defaults.cluster,
-        resume=session_id,
-    )
+    where = dataclasses.replace(defaults, host=host or defaults.host)
+    options = session_options(where, None, None, resume=session_id)
     return SessionRequest(options, auto_accept)
+
+
+def session_options(
+    where: Defaults,
+    task: str | None,
+    model: str | None,
+    loop: LoopSettings | None = None,
+    *,
+    resume: int | None = None,
+    overrides: dict[str, object] | None = None,
+    switch_server: bool = False,
+    counters: str | None = None,
+    torch_compile: bool = False,
+) -> SessionOptions:
+    """The engine's SessionOptions: the servers, database and device from `where`, the loop's settings
+    from `loop` (None: `where`'s), the rest as given."""
+    return SessionOptions(
+        task=task,
+        model=model,
+        loop=where.loop if loop is None else loop,
+        db=where.db,
+        host=where.host,
+        base_url=where.base_url,
+        compile_only=where.compile_only,
+        arch=where.arch,
+        gpu=where.gpu,
+        cluster=where.cluster,
+        resume=resume,
+        overrides=dict(overrides or {}),
+        switch_server=switch_server,
+        counters=counters,
+        torch_compile=torch_compile,
+    )

@@ -248,6 +248,73 @@ def test_the_home_check_sees_a_second_dtype_table(tmp_path):
     assert dtype_tables(tmp_path) == {"engine/a.py", "engine/b.py", "engine/c.py", "app/d.py"}
 
 
+# Building the engine's SessionOptions: app/options.py session_options, for the start screen, `run` and `bench`.
+OPTIONS_BUILDER = r"\bSessionOptions\s*\("
+
+
+def test_one_builder_of_session_options():
+    assert homes(OPTIONS_BUILDER) == {"app/options.py"}
+    assert len(re.findall(OPTIONS_BUILDER, (ROOT / "app" / "options.py").read_text())) == 1
+
+
+def test_the_home_check_sees_a_second_options_builder(tmp_path):
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "a.py").write_text("return SessionOptions(\n    task=task, model=args.model)\n")
+    (tmp_path / "engine" / "b.py").write_text("options = SessionOptions (task, model)\n")
+    (tmp_path / "app" / "c.py").write_text("options = session_options(where, task, model)\nclass SessionOptions:\n")
+    assert homes(OPTIONS_BUILDER, tmp_path) == {"app/a.py", "engine/b.py"}
+
+
+def backend_lists(root: Path = ROOT) -> set[str]:
+    """Files of app/ that spell out the model backends themselves (engine/llm/spec.py BACKENDS is their
+    home): a collection of two or more quoted backend kinds on one line, or a comparison with one."""
+    from cuda_llm.engine.llm.spec import BACKENDS
+
+    kind = r"[\"'](?:" + "|".join(map(re.escape, BACKENDS)) + r")[\"']"
+    listed = re.compile(r"(\{|\[|\()\s*" + kind + r"(\s*,\s*" + kind + r")+")
+    compared = re.compile(r"[=!]=\s*" + kind + "|" + kind + r"\s*[=!]=")
+    return homes(listed.pattern, root, tops=("app",)) | homes(compared.pattern, root, tops=("app",))
+
+
+def test_the_tui_takes_the_backends_from_the_registry():
+    assert backend_lists() == set()
+
+
+def test_the_home_check_sees_a_hard_coded_backend_list(tmp_path):
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "a.py").write_text('ENDPOINT_KINDS = ("openai", "ollama")\n')
+    (tmp_path / "app" / "b.py").write_text('if ep.kind == "openai":\n    pass\n')
+    (tmp_path / "app" / "c.py").write_text("KINDS = ['ollama','replay', 'manual']\n")
+    (tmp_path / "app" / "d.py").write_text('choice = ModelChoice(f"ollama:{m}", host=host)\nkinds = server_kinds()\n')
+    assert backend_lists(tmp_path) == {"app/a.py", "app/b.py", "app/c.py"}
+
+
+# Framing a message for the GPU worker's pipe: a length header, packing a length, reading exactly so
+# many bytes. engine/gpu/wire.py is its home, for the worker and the engine's client alike.
+WIRE_FRAMING = r"struct\.Struct\(\s*[\"'][<>!=@]?[QIL][\"']\s*\)|\.pack\(\s*len\(|\.readexactly\(|def _read_exact\b"
+
+
+def test_one_home_of_the_wire_framing():
+    assert homes(WIRE_FRAMING) == {"engine/gpu/wire.py"}
+
+
+def test_the_home_check_sees_a_second_framing(tmp_path):
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "app").mkdir()
+    (tmp_path / "engine" / "a.py").write_text('_HEADER = struct.Struct("<Q")\n')
+    (tmp_path / "engine" / "b.py").write_text("proc.stdin.write(HEADER.pack(len(payload)) + payload)\n")
+    (tmp_path / "engine" / "c.py").write_text("size = await stdout.readexactly(8)\n")
+    (tmp_path / "app" / "d.py").write_text('_SECTION = struct.Struct("<IIQQ")\nproc.stdin.write(frame(message))\n')
+    assert homes(WIRE_FRAMING, tmp_path) == {"engine/a.py", "engine/b.py", "engine/c.py"}
+
+
+def test_the_cluster_s_pools_pass_for_the_local_ones_without_an_excuse():
+    """engine/judge/pools.py's Protocols are the seam: mypy checks the cluster's pools against them,
+    so no argument there is excused from its type."""
+    assert homes(r"type: ignore\[arg-type\]", tops=("engine/cluster", "engine/judge")) == set()
+
+
 def test_the_code_cites_only_documents_of_the_repository():
     """Docstrings point at docs/architecture.md, never at a design page the repository does not hold."""
     assert homes(r"DESIGN\.md") == set()

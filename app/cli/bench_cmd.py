@@ -139,7 +139,7 @@ def _replayed_session(task: str, db: str | None) -> int | None:
 
 
 def _options(request: BenchRequest, task: str, model: str):
-    from cuda_llm.engine.fsr.session import SessionOptions
+    from cuda_llm.app.options import Defaults, session_options
 
     loop = request.loop_settings()
     spec = parse_spec(model)
@@ -153,10 +153,7 @@ def _options(request: BenchRequest, task: str, model: str):
         finally:
             store.close()
         loop = dataclasses.replace(recorded, **request.overrides)
-    return SessionOptions(
-        task=task,
-        model=model,
-        loop=loop,
+    where = Defaults(
         db=request.db,
         host=request.host,
         base_url=request.base_url,
@@ -164,8 +161,9 @@ def _options(request: BenchRequest, task: str, model: str):
         arch=request.arch,
         gpu=request.gpus,
         cluster=request.cluster,
-        torch_compile=request.torch_compile,
-        overrides=dict(request.overrides),
+    )
+    return session_options(
+        where, task, model, loop, torch_compile=request.torch_compile, overrides=dict(request.overrides)
     )
 
 

@@ -121,12 +121,10 @@ def loop_settings(args: argparse.Namespace):
 
 
 def session_options(args: argparse.Namespace, task: str | None):
-    from cuda_llm.engine.fsr.session import SessionOptions
+    from cuda_llm.app.options import Defaults
+    from cuda_llm.app.options import session_options as build
 
-    return SessionOptions(
-        task=task,
-        model=args.model,
-        loop=loop_settings(args),
+    where = Defaults(
         db=args.db,
         host=args.host,
         base_url=args.base_url,
@@ -134,6 +132,12 @@ def session_options(args: argparse.Namespace, task: str | None):
         arch=args.arch,
         gpu=args.gpu,
         cluster=getattr(args, "cluster", None),
+    )
+    return build(
+        where,
+        task,
+        args.model,
+        loop_settings(args),
         resume=getattr(args, "resume", None),
         overrides=loop_overrides(args),
         switch_server=getattr(args, "switch_server", False),

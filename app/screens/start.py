@@ -40,7 +40,7 @@ from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
 from cuda_llm.engine.llm.ollama_provider import OllamaProvider, ollama_url
-from cuda_llm.engine.llm.spec import parse_spec, person_writes
+from cuda_llm.engine.llm.spec import backend, parse_spec, person_writes, spec_forms
 from cuda_llm.engine.store.sessions import CRASH_PREFIX
 
 REPLAYS_LISTED = 10
@@ -120,7 +120,7 @@ class StartScreen(Screen[None]):
                     yield Static(id="model-status")
                     yield Input(
                         c.model or "",
-                        placeholder="ollama:MODEL, openai:MODEL, replay:ID or manual",
+                        placeholder=spec_forms(),
                         id="model-spec",
                         compact=True,
                     )
@@ -290,10 +290,17 @@ class StartScreen(Screen[None]):
         choices = [ModelChoice(f"ollama:{m}", f"ollama  {m}", host=host) for m in self.ollama_models]
         for ep in self.config.endpoints:
             model = ep.model or "(type the model below)"
-            if ep.kind == "openai":
-                choices.append(ModelChoice(ep.spec, f"{ep.name}  openai {model}", base_url=ep.url, endpoint=ep.name))
-            else:
-                choices.append(ModelChoice(ep.spec, f"{ep.name}  ollama {model}", host=ep.url, endpoint=ep.name))
+            # The endpoint's URL goes to its backend's server option (host for ollama, base_url for openai).
+            server = {backend(ep.kind).server_option or "": ep.url}
+            choices.append(
+                ModelChoice(
+                    ep.spec,
+                    f"{ep.name}  {ep.kind} {model}",
+                    host=server.get("host"),
+                    base_url=server.get("base_url"),
+                    endpoint=ep.name,
+                )
+            )
         choices.append(ModelChoice("manual", "manual  you write each kernel in the editor"))
         for s in self.catalog.sessions[:REPLAYS_LISTED]:
             choices.append(ModelChoice(f"replay:{s.id}", f"replay {s.id}  {s.task} · {s.model} · {s.status}"))
@@ -443,7 +450,7 @@ class StartScreen(Screen[None]):
         try:
             parse_spec(spec)
         except UserError:
-            raise ValueError("pick a model, or type one: ollama:MODEL, openai:MODEL, replay:ID or manual") from None
+            raise ValueError(f"pick a model, or type one: {spec_forms()}") from None
 
         def value(field_id: str) -> str:
             return self.query_one(f"#{field_id}", Input).value

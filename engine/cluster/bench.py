@@ -74,7 +74,7 @@ async def bench_on_cluster(
         for line in sorted(set(fleet.refused)):
             say(f"refused {line}")
         compiler = ClusterCompiler(CompilerPool(settings.compile))
-        warning = await sandbox_warning(compiler)  # type: ignore[arg-type]  # a ClusterCompiler as the pool
+        warning = await sandbox_warning(compiler)
         if warning:
             say(warning)
         compiler.start_remote(cluster.remote_compilers, settings, cluster.start_timeout_s)
@@ -90,7 +90,7 @@ async def bench_on_cluster(
                 if member.state != "dead":
                     free.put_nowait(member)
 
-            env = LeasedEnvironment(compiler, pool, member.info, None, member.info.arch, None, release=release)  # type: ignore[arg-type]  # cluster pools in the local ones' place
+            env = LeasedEnvironment(compiler, pool, member.info, None, member.info.arch, None, release=release)
             try:
                 env.peaks = await pool.peaks()
                 rows[index] = await run_task(request, task, model, lambda: env, opened.set)

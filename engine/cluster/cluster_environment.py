@@ -132,11 +132,10 @@ async def open_cluster_environment(
         compiler = ClusterCompiler(CompilerPool(settings.compile))
         compiler.start_remote(cluster.remote_compilers, settings, cluster.start_timeout_s)
         device = pool.device
-        # The cluster's compiler and pool have the methods the judge calls on the local ones, which
-        # are the classes JudgeEnvironment names.
+        # The cluster's compiler and pool are what the judge needs of a pool (engine/judge/pools.py).
         return ClusterEnvironment(
-            compiler,  # type: ignore[arg-type]  # a ClusterCompiler in the CompilerPool's place
-            pool,  # type: ignore[arg-type]  # a ClusterGpuPool in the GpuPool's place
+            compiler,
+            pool,
             device,
             peaks,
             device.arch,

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import pickle
-import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,9 +32,9 @@ from cuda_llm.engine.gpu.protocol import (
     Verdict,
     WorkerHello,
 )
+from cuda_llm.engine.gpu.wire import frame, receive
 from cuda_llm.engine.task.model import Task
 
-_HEADER = struct.Struct("<Q")
 # Lines of the worker's stderr quoted when it dies without answering.
 _STDERR_TAIL_LINES = 6
 # Time a worker gets to exit by itself after a fatal answer before it is killed.
@@ -147,16 +145,10 @@ class GpuWorker:
         proc = self._proc
         assert proc is not None and proc.stdin is not None and proc.stdout is not None
         stdout = proc.stdout
-        payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            proc.stdin.write(_HEADER.pack(len(payload)) + payload)
+            proc.stdin.write(frame(message))
             await proc.stdin.drain()
-
-            async def answer() -> Response:
-                (size,) = _HEADER.unpack(await stdout.readexactly(_HEADER.size))
-                return pickle.loads(await stdout.readexactly(size))
-
-            response = await asyncio.wait_for(answer(), timeout_s)
+            response: Response = await asyncio.wait_for(receive(stdout), timeout_s)
         except TimeoutError:
             await self._kill()
             return Response(

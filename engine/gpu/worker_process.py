@@ -4,7 +4,7 @@ It owns the CUDA context. A sticky CUDA error (illegal address, trap, ...) or a 
 that context for the rest of the process, so the worker answers with the fault and exits; the
 engine starts a fresh one for the next candidate (engine/gpu/client.py).
 
-Protocol: length-prefixed pickles (8-byte little-endian length). The first message is a
+Protocol: length-prefixed pickles (engine/gpu/wire.py). The first message is a
 WorkerHello; each later one a request, answered by one Response. Device-side printf writes to the
 C stdout, which is redirected to a file so it can never corrupt the protocol.
 """
@@ -16,36 +16,12 @@ import contextlib
 import ctypes
 import dataclasses
 import os
-import pickle
-import struct
 import sys
 import time
 import traceback
 from typing import IO, Any
 
-_HEADER = struct.Struct("<Q")
-
-
-def _read_exact(stream: IO[bytes], size: int) -> bytes:
-    chunks = []
-    while size:
-        chunk = stream.read(size)
-        if not chunk:
-            raise EOFError
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
-
-
-def read_message(stream: IO[bytes]) -> Any:
-    (size,) = _HEADER.unpack(_read_exact(stream, _HEADER.size))
-    return pickle.loads(_read_exact(stream, size))
-
-
-def write_message(stream: IO[bytes], message: Any) -> None:
-    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(payload)) + payload)
-    stream.flush()
+from cuda_llm.engine.gpu.wire import read_message, write_message
 
 
 class WorkerState:

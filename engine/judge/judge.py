@@ -47,6 +47,7 @@ from cuda_llm.engine.judge.metrics import (
     speedup_text,
 )
 from cuda_llm.engine.judge.output_caps import capped_compile
+from cuda_llm.engine.judge.pools import Compilers, Gpus, LocalGpus
 from cuda_llm.engine.judge.schedule import expected_cost_s, split_by_cost
 from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import Task
@@ -55,10 +56,8 @@ from cuda_llm.engine.task.model import Task
 BASELINE_SOURCE = "baseline.cu"
 
 if TYPE_CHECKING:  # the pool and the worker are passed in; importing them here would pull in NVRTC
-    from cuda_llm.engine.compile.compiler_pool import CompilerPool
     from cuda_llm.engine.counters.model import CountersReport
     from cuda_llm.engine.counters.runner import NcuCounters
-    from cuda_llm.engine.gpu.gpu_pool import GpuPool
 
 
 # A profiling session interrupted by something no candidate did (the worker was killed, the GPU
@@ -89,8 +88,8 @@ class Judge:
     def __init__(
         self,
         task: Task,
-        compiler: CompilerPool,
-        gpu: GpuPool | None,
+        compiler: Compilers,
+        gpu: Gpus | None,
         arch: str,
         settings: Settings,
         device: DeviceInfo | None = None,
@@ -487,10 +486,9 @@ class Judge:
             return LibraryResult(name, note=f"task {self.task.name!r} is not imported from a PyTorch module")
         if self.gpu is None:
             return LibraryResult(name, note="compile-only: no GPU to time it on")
-        compile_on = getattr(self.gpu, "torch_compile", None)
-        if compile_on is None:
+        if not isinstance(self.gpu, LocalGpus):
             return LibraryResult(name, note="torch.compile is timed on this machine's own GPUs only")
-        note = await compile_on(self.task)
+        note = await self.gpu.torch_compile(self.task)
         if note is not None:
             return LibraryResult(name, note=note)
         baseline = await self.baseline()

@@ -21,6 +21,7 @@ from cuda_llm.engine.gpu.client import GpuUnavailable
 from cuda_llm.engine.gpu.gpu_pool import GpuPool, parse_gpu_list, visible_gpu_count
 from cuda_llm.engine.gpu.protocol import DeviceInfo, Peaks, is_compile_only
 from cuda_llm.engine.judge.judge import Judge
+from cuda_llm.engine.judge.pools import Compilers, Gpus
 from cuda_llm.engine.task.model import Task
 
 DEFAULT_ARCH = "sm_90"  # what CI compiles for; the H100/H200 the project targets
@@ -32,8 +33,8 @@ Progress = Callable[[str], None]
 
 @dataclass
 class JudgeEnvironment:
-    compiler: CompilerPool
-    gpu: GpuPool | None  # (tests pass a fake with the same methods)
+    compiler: Compilers  # this machine's CompilerPool, or a cluster's (engine/judge/pools.py)
+    gpu: Gpus | None  # this machine's GpuPool, or a cluster's (tests pass a fake with the same methods)
     device: DeviceInfo | None
     peaks: Peaks | None
     arch: str
@@ -113,7 +114,7 @@ def gpu_unavailable_reason() -> str | None:
     return driver_available()
 
 
-async def sandbox_warning(compiler: CompilerPool) -> str | None:
+async def sandbox_warning(compiler: Compilers) -> str | None:
     """One line when the compiler runs unconfined (engine/compile/sandbox.py), else None."""
     confined, detail = await compiler.sandbox()
     if confined:

@@ -90,10 +90,23 @@ def kinds() -> tuple[str, ...]:
     return tuple(BACKENDS)
 
 
+def spec_forms(named_only: bool = False) -> str:
+    """ "ollama:MODEL, openai:MODEL, replay:SESSION or manual": the forms a spec takes, from BACKENDS
+    (`named_only`: those of the backends a spec names with a name)."""
+    forms = [f"{k}:{b.name_hint}" if (b := backend(k)).takes_name else k for k in BACKENDS]
+    if named_only:
+        forms = [f for f, k in zip(forms, BACKENDS, strict=True) if backend(k).takes_name]
+    return ", ".join(forms[:-1]) + " or " + forms[-1] if len(forms) > 1 else "".join(forms)
+
+
+def server_kinds() -> tuple[str, ...]:
+    """The backends that talk to a server (what a named endpoint of the TUI's config may be)."""
+    return tuple(k for k in BACKENDS if backend(k).server_option is not None)
+
+
 def spec_help() -> str:
     """ "use ollama:MODEL, openai:MODEL or replay:SESSION": the backends a spec names with a name."""
-    named = [f"{k}:{b.name_hint}" for k in BACKENDS if (b := backend(k)).takes_name]
-    return "use " + (", ".join(named[:-1]) + " or " + named[-1] if len(named) > 1 else "".join(named))
+    return "use " + spec_forms(named_only=True)
 
 
 @dataclass(frozen=True)

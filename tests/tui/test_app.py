@@ -9,9 +9,10 @@ import pytest
 from fakes.fake_gpu import FakeGpu, fake_environment
 from textual.widgets import TextArea
 
+from cuda_llm.app.config import Endpoint
 from cuda_llm.app.screens.modals import EditScreen
 from cuda_llm.app.screens.run import RunScreen
-from cuda_llm.app.screens.start import StartScreen
+from cuda_llm.app.screens.start import ModelChoice, StartScreen
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller
 from cuda_llm.engine.fsr.session import SessionOptions, open_session
@@ -356,3 +357,18 @@ async def test_a_repeated_kernel_says_which_it_repeats_in_the_candidate_list(tmp
         timed, repeat = ("r1-1", "r1-2") if "r1-1 40.0 us" in tree else ("r1-2", "r1-1")
         assert f"★ {timed} 40.0 us best · auto-accepted" in tree, tree
         assert f"✓ {repeat} correct (repeats {timed})" in tree, tree
+
+
+async def test_a_named_endpoint_gives_its_url_to_its_backends_server_option(tmp_path, refused_url):
+    """openai's URL is a base_url, ollama's a host: engine/llm/spec.py's backends say which."""
+    endpoints = (
+        Endpoint("box", "openai", "http://box:8000/v1", "m"),
+        Endpoint("lab", "ollama", "http://lab:11434", "q"),
+    )
+    app = make_app(tmp_path, refused_url, task="vector_add", model="", endpoints=endpoints)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StartScreen), "the start screen")
+        await wait_for(pilot, lambda: any(c.endpoint for c in app.screen.models), "the endpoints listed")
+        by_name = {c.endpoint: c for c in app.screen.models if c.endpoint}
+        assert by_name["box"] == ModelChoice("openai:m", "box  openai m", base_url="http://box:8000/v1", endpoint="box")
+        assert by_name["lab"] == ModelChoice("ollama:q", "lab  ollama q", host="http://lab:11434", endpoint="lab")
