@@ -48,7 +48,7 @@ MUTANTS = (
     Mutant(
         "outputs poisoned with 0 (device)",
         "engine/gpu/validate.py",
-        "ctx.fill32(buf, (d.poison or INT_POISON) & 0xFFFFFFFF)",
+        "ctx.fill32(buf, _poison_word(dtype))",
         "ctx.fill32(buf, 0)",
         ("tests/gpu/test_judge_checks.py",),
         gpu=True,
@@ -87,7 +87,7 @@ MUTANTS = (
     Mutant(
         "outputs poisoned with 0",
         "engine/gpu/validate.py",
-        "ctx.fill32(buf, (d.poison or INT_POISON) & 0xFFFFFFFF)",
+        "ctx.fill32(buf, _poison_word(dtype))",
         "ctx.fill32(buf, 0)",
         (f"{CHECKS}::test_the_poison_written_is_the_poison_recognised",),
     ),

@@ -189,6 +189,12 @@ def render(j, device: str, library=None, notes: tuple[str, ...] = (), torch_comp
     head, rest = split_message(full)
     lines.append(f"verdict:  {j.status.replace('_', ' ')}: {head}")
     lines += [f"          {line}" for line in rest.splitlines() if line.strip()]
+    # Where the time went (Judgement.phases): part of the text form, so eval's output and a render of
+    # its --json record say the same.
+    if phases := j.phases():
+        from cuda_llm.engine.judge.judgement import phases_text
+
+        lines.append(f"took: {phases_text(phases)}")
     return "\n".join(lines)
 
 
@@ -301,10 +307,6 @@ async def _evaluate(args: argparse.Namespace) -> int:
         )
     else:
         print(render(result, device, library, notes, compiled))
-        if phases := result.phases():
-            from cuda_llm.engine.judge.judgement import phases_text
-
-            print(f"took: {phases_text(phases)}")
     return 0 if result.status in ("correct", "compiled") else 1
 
 

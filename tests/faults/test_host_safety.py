@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import html
 import io
 import json
@@ -57,8 +56,15 @@ PTX_KERNEL = GOOD_KERNEL.replace(
 REFUSED = "rejected before compiling"
 # Every how many replies `eval`'s text form is run besides its --json (the rest are rendered).
 TEXT_EVAL_EVERY = 8
+
+
 # Two compiles of one reply print the same but for how long each took.
-timeless = functools.partial(re.sub, r"ok in [0-9.]+ s", "ok in T s")
+def timeless(text: str) -> str:
+    """The text without what differs between two runs of the same judgement: durations."""
+    text = re.sub(r"ok in [0-9.]+ s", "ok in T s", text)
+    return re.sub(r"(?m)^took: .*$", "took: T", text)
+
+
 # A candidate judged normally: compiled (compile-only), or run on the TUI's fake GPU.
 JUDGED = ("compiled", "correct")
 

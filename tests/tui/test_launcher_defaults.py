@@ -30,6 +30,7 @@ def launched(monkeypatch, tmp_path, argv: list[str]) -> app_module.CudaLlmApp:
     built: list[app_module.CudaLlmApp] = []
     monkeypatch.setattr(app_module.CudaLlmApp, "run", lambda self, *a, **k: built.append(self))
     monkeypatch.setenv("CUDA_LLM_HOME", str(tmp_path))
+    (tmp_path / "tui.toml").write_text("")  # a --config that names no file is refused (issue 47)
     assert main([*argv, "--db", str(tmp_path / "s.db"), "--config", str(tmp_path / "tui.toml")]) == 0
     (app,) = built
     return app
