@@ -17,17 +17,17 @@ import httpx
 
 from cuda_llm.engine.core.settings import GenerateOptions
 from cuda_llm.engine.llm.addresses import ollama_url
-from cuda_llm.engine.llm.base import Completion, Message, ModelError, ModelProvider, RequestKey, TokenCallback
+from cuda_llm.engine.llm.base import Completion, Message, ModelError, ModelProvider
 from cuda_llm.engine.llm.bounded import (
     IDENTITY,
     capped_transport,
     redirected,
-    response_cap,
     too_large,
     undecodable,
 )
-from cuda_llm.engine.llm.http_errors import Server, display_url, retry_after_seconds, with_server_models
-from cuda_llm.engine.llm.spec import ModelBackend, ModelSpec, ReplayLoader
+from cuda_llm.engine.llm.http_backend import HttpModelBackend
+from cuda_llm.engine.llm.http_errors import Server, display_url, retry_after_seconds
+from cuda_llm.engine.llm.spec import ModelSpec, ReplayLoader
 from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
 
 # A LAN or loopback connection opens in milliseconds; a host that drops packets is reported
@@ -72,7 +72,7 @@ async def _raise_for_status(response: httpx.Response) -> None:
     raise _HttpStatusError(response.status_code, text, retry_after_seconds(response.headers))
 
 
-class OllamaProvider(ModelBackend):
+class OllamaProvider(HttpModelBackend):
     kind = "ollama"
     server_option = "host"
     default_server = "OLLAMA_HOST or the local default"
@@ -117,27 +117,6 @@ class OllamaProvider(ModelBackend):
 
     def __repr__(self) -> str:
         return f"OllamaProvider({self.spec!r}, where={self.where!r})"
-
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        options: GenerateOptions,
-        key: RequestKey,
-        on_token: TokenCallback | None = None,
-    ) -> Completion:
-        buffer = ReplyBuffer(options, on_token)
-        deadlines = Deadlines(options, buffer)
-        cap = response_cap.set(options.max_response_bytes)
-        try:
-            return await self._stream(messages, options, buffer, deadlines)
-        except Exception as exc:
-            error = self._failure(exc, deadlines)
-            if error is None:
-                raise
-        finally:
-            response_cap.reset(cap)
-        error = await with_server_models(error, self._server, self.model, self.list_models)
-        raise error  # outside the except block: the library's exception is not chained on
 
     async def _stream(
         self, messages: Sequence[Message], options: GenerateOptions, buffer: ReplyBuffer, deadlines: Deadlines
@@ -186,8 +165,9 @@ class OllamaProvider(ModelBackend):
     async def close(self) -> None:
         await self._client.close()
 
-    def _failure(self, exc: Exception, deadlines: Deadlines | None) -> ModelError | None:
-        """The ModelError for a failure, or None for an exception that is a bug, not a failure."""
+    def _failure(self, exc: Exception, deadlines: Deadlines | None, connected: bool = False) -> ModelError | None:
+        """The ModelError for a failure, or None for an exception that is a bug, not a failure.
+        (`connected` is not needed here: the library raises its connection errors before any reply.)"""
         server = self._server
         if isinstance(exc, ModelError):
             return exc

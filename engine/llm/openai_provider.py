@@ -17,17 +17,17 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from cuda_llm.engine.core.settings import GenerateOptions
-from cuda_llm.engine.llm.base import Completion, Message, ModelError, ModelProvider, RequestKey, TokenCallback
+from cuda_llm.engine.llm.base import Completion, Message, ModelError, ModelProvider
 from cuda_llm.engine.llm.bounded import (
     IDENTITY,
     capped_transport,
     redirected,
-    response_cap,
     too_large,
     undecodable,
 )
-from cuda_llm.engine.llm.http_errors import Server, display_url, retry_after_seconds, with_server_models
-from cuda_llm.engine.llm.spec import ModelBackend, ModelSpec, ReplayLoader
+from cuda_llm.engine.llm.http_backend import HttpModelBackend
+from cuda_llm.engine.llm.http_errors import Server, display_url, retry_after_seconds
+from cuda_llm.engine.llm.spec import ModelSpec, ReplayLoader
 from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def _http_library() -> ModuleType:
     return importlib.import_module(openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0])
 
 
-class OpenAIProvider(ModelBackend):
+class OpenAIProvider(HttpModelBackend):
     kind = "openai"
     server_option = "base_url"
     default_server = "OPENAI_BASE_URL or the default"
@@ -102,27 +102,6 @@ class OpenAIProvider(ModelBackend):
 
     def __repr__(self) -> str:
         return f"OpenAIProvider({self.spec!r}, where={self.where!r})"
-
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        options: GenerateOptions,
-        key: RequestKey,
-        on_token: TokenCallback | None = None,
-    ) -> Completion:
-        buffer = ReplyBuffer(options, on_token)
-        deadlines = Deadlines(options, buffer)
-        cap = response_cap.set(options.max_response_bytes)
-        try:
-            return await self._stream(messages, options, buffer, deadlines)
-        except Exception as exc:
-            error = self._failure(exc, deadlines, buffer.connected)
-            if error is None:
-                raise
-        finally:
-            response_cap.reset(cap)
-        error = await with_server_models(error, self._server, self.model, self.list_models)
-        raise error  # outside the except block: the library's exception (and its request) is not chained on
 
     async def _stream(
         self, messages: Sequence[Message], options: GenerateOptions, buffer: ReplyBuffer, deadlines: Deadlines
