@@ -25,7 +25,7 @@ from session_driver import ROOT, cli, cli_env, labels, options, run_session
 
 from cuda_llm.app.cli.interrupt import FIRST_PRESS
 from cuda_llm.app.cli.main import main as cuda_llm
-from cuda_llm.engine.core.settings import CompileSettings, RetryPolicy
+from cuda_llm.engine.core.settings import RetryPolicy
 from cuda_llm.engine.store.schema import SCHEMA_VERSION
 from cuda_llm.engine.store.sessions import SessionStore
 
@@ -38,9 +38,6 @@ GOOD = chunked(reply())
 STALL_S = 8.0
 # How long a child process may take to reach a state the test waits for (imports, compiler start).
 WAIT_S = 60.0
-# A stop that "did not wait" is checked against what it would have waited for (a hanging request, a
-# retry's backoff, the compile time limit), never against a fixed time a busy machine can exceed.
-COMPILE_LIMIT_S = CompileSettings().timeout_s
 
 
 def wait_for(what: str, ready, *procs) -> None:
@@ -200,7 +197,8 @@ def test_ctrl_c_headless_then_resume(tmp_path, llm_server, observed):
     wait_for("round 2's request", lambda: len(llm_server.chat_requests) >= 2, proc)
     out, err, took = ctrl_c(proc)
     assert proc.returncode == 130, err
-    assert took < stall / 2, f"the stop waited {took:.1f} s for a request hanging {stall:.0f} s"
+    # An order, not a time: the process ended while the request it stopped still hung on the server.
+    assert not llm_server.chat_requests[1].finished, f"the stop waited for the request hanging {stall:.0f} s"
     assert "session 1: stopped (stopped by the user)" in out
     assert f"continue with: cuda-llm run --resume 1 --headless --db {db}" in out
     assert "stopping: requests in flight are cancelled" in err and "Traceback" not in err
@@ -246,8 +244,9 @@ def test_ctrl_c_twice_quits_at_once(tmp_path, llm_server, observed):
     # Quitting at once still says where the session stands and how to continue it.
     assert "session 1: stopped at once (Ctrl-C twice)" in out
     assert f"continue with: cuda-llm run --resume 1 --headless --db {db}" in out
-    assert took < COMPILE_LIMIT_S / 2, f"quit after {took:.1f} s: it waited for the compile"
     after = snapshot(db)
+    # An order, not a time: had it waited for the compile, the bomb's verdict would be recorded.
+    assert after["r2-1"][0] != "compile_error", "quit only after the compile's time limit: it waited for the compile"
     assert set(after) == {"baseline", "r1-1", "r2-1"} and integrity(db) == "ok"
     observed(f"quit {took:.1f} s after the first Ctrl-C, exit 130 with the resume line; round 2's reply kept")
 
@@ -271,7 +270,7 @@ def test_ctrl_c_cancels_the_retries(tmp_path, llm_server, observed):
     asked = len(llm_server.chat_requests)
     out, err, took = ctrl_c(proc, streams=streams)
     assert proc.returncode == 130, err  # a headless run stopped by Ctrl-C (app/cli)
-    assert took < wait / 2, f"the stop waited {took:.1f} s (the retry was due after {wait:.0f} s)"
+    # Had the stop waited for the retry's turn, the retry would have gone out: none did.
     assert len(llm_server.chat_requests) == asked, "a request went out after the Ctrl-C"
     assert "session 1: stopped (stopped by the user)" in out and "Traceback" not in err
     assert session_row(db)[0] == "stopped" and integrity(db) == "ok"
@@ -293,7 +292,7 @@ def test_ctrl_c_in_bench(tmp_path, llm_server, observed):
     wait_for("vector_add's request", lambda: len(llm_server.chat_requests) >= 1, proc)
     out, err, took = ctrl_c(proc)
     assert proc.returncode == 0, err
-    assert took < STALL_S * 4 / 2, f"the stop waited {took:.1f} s for a request hanging {STALL_S * 4:.0f} s"
+    assert not llm_server.chat_requests[0].finished, f"the stop waited for the request hanging {STALL_S * 4:.0f} s"
     assert "| vector_add |" in out and "leaky_relu and the tasks after it were not run" in err
     assert "Traceback" not in err and session_row(db)[0] == "stopped"
     assert len(llm_server.chat_requests) == 1, "no task started after the Ctrl-C"
@@ -314,7 +313,8 @@ def test_ctrl_c_in_bench(tmp_path, llm_server, observed):
     wait_for("the bomb to be recorded", bomb_recorded, proc)
     _out, err2, took2 = ctrl_c(proc, times=2)
     assert proc.returncode == 130 and err2.strip().endswith("cuda-llm: interrupted"), err2
-    assert "Traceback" not in err2 and took2 < COMPILE_LIMIT_S / 2, f"quit after {took2:.1f} s"
+    assert "Traceback" not in err2
+    assert snapshot(db2)["r1-1"][0] != "compile_error", "quit only after the compile's time limit"
     observed(
         f"first Ctrl-C: exit 0 after {took:.1f} s, vector_add 'stopped', leaky_relu not started, the table printed; "
         f"twice while a compile bomb held the stop: exit 130 after {took2:.1f} s"

@@ -7,12 +7,11 @@ import asyncio
 import contextlib
 import dataclasses
 import threading
-import time
 from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from llm_servers import SHUTDOWN_JOIN_S, LoopbackLLMServer, RecordedRequest, Reply
+from llm_servers import LoopbackLLMServer, RecordedRequest, Reply
 
 from cuda_llm.engine.llm.base import Completion, ModelError, RequestKey
 
@@ -93,13 +92,11 @@ async def test_stop_is_prompt_with_a_request_stalled() -> None:
     stall = 60.0
     server.script(Reply.stall_first(stall))
     async with in_flight(Wire("ollama", server)):
-        started = time.monotonic()
         await asyncio.to_thread(server.stop)
-        stopped_in = time.monotonic() - started
-
-    # A stop that waited for the stalled request would give up on it only after the join limit.
-    assert stopped_in < SHUTDOWN_JOIN_S, f"stopping took {stopped_in:.1f} s: it waited for the stalled request"
-    assert server.chat_requests[0].outcome == "shutdown"
+        # An order, not a time: stop() has returned and the stalled request already ended as
+        # "shutdown". A stop that only waited out its join limit would have found the request still
+        # in its 60 s stall, its outcome not yet set.
+        assert server.chat_requests[0].outcome == "shutdown"
 
 
 async def test_a_held_reply_sends_nothing_until_released(llm_server) -> None:
