@@ -28,8 +28,8 @@ _JSON_BLOCK = re.compile(r"```json[ \t]*\n(.*?)(?:```|\Z)", re.S)
 
 def source_of(c: CandidateView | None, fallback: Judgement | None = None) -> tuple[str, str]:
     """(source, plan JSON) of a candidate: parsed when judged, else the code blocks of its reply."""
-    if c is not None and c.judgement is not None and c.judgement.candidate is not None:
-        cand = c.judgement.candidate
+    if c is not None and c.candidate is not None:
+        cand = c.candidate
         return cand.source, plan_json(cand.plan)
     if c is not None and c.reply:
         code = _CUDA_BLOCK.search(c.reply)
@@ -166,8 +166,8 @@ class KernelPane(Vertical):
             load_source(area, shown_source)
         self.query_one("#kernel-plan", TextArea).load_text(terminal_safe(plan))
         launches = ""
-        if c is not None and c.judgement is not None and c.judgement.candidate is not None:
-            launches = "\n".join(launch_lines(c.judgement.candidate.plan))
+        if c is not None and c.candidate is not None:
+            launches = "\n".join(launch_lines(c.candidate.plan))
         elif c is None and best is not None and best.candidate is not None:
             launches = "\n".join(launch_lines(best.candidate.plan))
         set_text(self.query_one("#kernel-launches", Static), launches)

@@ -48,13 +48,13 @@ def report_lines(report: ValidationReport) -> list[str]:
 
 
 def not_validated(view: SessionView, c: CandidateView) -> str:
-    """Why a candidate shows no validation report. "compiled" is a stage on the way to the GPU
-    (the candidate's phase says it is being validated) and, only in a compile-only session, the
-    verdict: the pane tells the two apart by the phase and the session, never by the status alone."""
+    """Why a candidate shows no validation report: on the GPU now (its phase, a step with no verdict),
+    compile-only mode's "compiled" (a status: the only way a candidate is compiled and not run), a
+    failure before the GPU, or not that far yet."""
     j = c.judgement
     if c.phase == "validating":
         return "compiled; being validated on the GPU"
-    if j is not None and j.status == "compiled" and view.compile_only:
+    if j is not None and j.status == "compiled":
         return "compile-only: compiled and bound, not run (no GPU)"
     if j is not None and j.failed:
         return f"not run: {view.word(j.status)}"
