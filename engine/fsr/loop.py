@@ -29,7 +29,7 @@ from cuda_llm.engine.fsr.repeats import JudgedPrograms, history_note, repeat_of
 from cuda_llm.engine.gpu.client import GpusLost
 from cuda_llm.engine.gpu.protocol import Timing, device_label, is_compile_only
 from cuda_llm.engine.judge.judge import Judge
-from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Candidate, Compiled, Judgement, LibraryResult
+from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Candidate, Compiled, Judgement, LibraryResult, RoundTiming
 from cuda_llm.engine.judge.metrics import figures, share_text, speedup_text
 from cuda_llm.engine.llm.base import Message, ModelError, ModelProvider, RequestKey
 from cuda_llm.engine.llm.retry import complete_with_retries
@@ -601,7 +601,7 @@ class FsrLoop:
         best = self.store.session(self.sid).best_label
         return await self._counters_of(j, compiled, rec.round if rec is not None else 0, label == best)
 
-    async def _time_against_best(self, state: LoopState, entries: list[tuple[Compiled, Judgement]]):
+    async def _time_against_best(self, state: LoopState, entries: list[tuple[Compiled, Judgement]]) -> RoundTiming:
         """Time programs with the baseline and the current best (on every GPU used); refresh the
         best's own figures from this session."""
         anchor = None
@@ -629,7 +629,7 @@ class FsrLoop:
         return timing
 
     @staticmethod
-    def _best_timing(state: LoopState, timing, label: str) -> Timing | None:
+    def _best_timing(state: LoopState, timing: RoundTiming, label: str) -> Timing | None:
         """The best as timed on the same GPU as `label` (the baseline, while it is the best)."""
         if state.best.label == BASELINE_LABEL:
             return timing.baseline
