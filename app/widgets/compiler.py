@@ -3,6 +3,8 @@ in the kernel pane) and each kernel's registers, shared memory and spills."""
 
 from __future__ import annotations
 
+from typing import Unpack
+
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widget import Widget
@@ -11,6 +13,7 @@ from textual.widgets.option_list import Option
 
 from cuda_llm.app.messages import JumpToLine
 from cuda_llm.app.state import SessionView
+from cuda_llm.app.widgets.options import WidgetOptions
 from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.compile.result import CompileResult, Diagnostic
 
@@ -21,7 +24,7 @@ def diagnostic_text(d: Diagnostic) -> str:
 
 
 class CompilerPane(Vertical):
-    def __init__(self, view: SessionView, **kwargs) -> None:
+    def __init__(self, view: SessionView, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.view = view
         self.border_title = "3 compiler"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from typing import ClassVar
+from typing import ClassVar, Unpack
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -18,6 +18,7 @@ from textual.widgets import Static, TabbedContent, TabPane, Tabs, TextArea
 from cuda_llm.app.state import CandidateView, SessionView
 from cuda_llm.app.terminal import terminal_safe
 from cuda_llm.app.widgets.cuda import load_source, use_cuda
+from cuda_llm.app.widgets.options import WidgetOptions
 from cuda_llm.app.widgets.text import set_text
 from cuda_llm.engine.judge.judgement import Judgement
 from cuda_llm.engine.task.plan import LaunchPlan
@@ -77,7 +78,7 @@ class KernelPane(Vertical):
         Binding("v", "next_view", "Source/plan/diffs", show=False, id="kernel.view"),
     ]
 
-    def __init__(self, view: SessionView, **kwargs) -> None:
+    def __init__(self, view: SessionView, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.view = view
         self.border_title = "2 kernel"

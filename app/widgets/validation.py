@@ -4,6 +4,7 @@ coordinates), the count of outputs never written, and the failure's pattern."""
 from __future__ import annotations
 
 import math
+from typing import Unpack
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -11,6 +12,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
 from cuda_llm.app.state import CandidateView, SessionView
+from cuda_llm.app.widgets.options import WidgetOptions
 from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.gpu.protocol import ValidationReport
 
@@ -62,7 +64,7 @@ def not_validated(view: SessionView, c: CandidateView) -> str:
 
 
 class ValidationPane(Vertical):
-    def __init__(self, view: SessionView, **kwargs) -> None:
+    def __init__(self, view: SessionView, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.view = view
         self.border_title = "4 validation"
