@@ -12,9 +12,11 @@ from fakes.fake_gpu import FakeGpu, fake_environment
 from scripted import chunked, reply
 from session_driver import options, run_session
 
+from cuda_llm.app.state import RESTORED_STAGE, SessionView, restored_events
 from cuda_llm.engine.core.status import STAGES, STATUSES, Stage, Status
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.judge.judgement import Judgement
+from cuda_llm.engine.store.sessions import SessionStore
 
 
 def test_no_stage_is_named_as_a_status():
@@ -67,3 +69,20 @@ async def test_a_compile_only_session_gives_its_verdict_at_once(tmp_path, llm_se
     (judged,) = _events_of(rec, "r1-1")
     assert isinstance(judged, ev.CandidateJudged)
     assert (judged.stage, judged.judgement.status) == ("validate", "compiled")
+    # Read back as a resumed or opened session reads it: the stored verdict, folded in as "restore".
+    store = SessionStore(tmp_path / "sessions.db")
+    try:
+        (record,) = [c for c in store.candidates(result.session_id) if c.label == "r1-1"]
+    finally:
+        store.close()
+    assert record.judgement is not None and record.judgement.status == "compiled"
+    view = SessionView()
+    view.compile_only = True
+    history = ev.HistoryRestored(
+        1, (ev.RestoredCandidate("r1-1", 1, 0, 0, "a reply", record.judgement),), (), (), record.judgement, 0
+    )
+    restored = [e for e in restored_events(history) if isinstance(e, ev.CandidateJudged)]
+    assert [e.stage for e in restored] == [RESTORED_STAGE] == ["restore"]
+    for e in restored_events(history):
+        view.apply(e)
+    assert view.candidates["r1-1"].state == "compiled" and view.candidates["r1-1"].phase == "judged"
