@@ -12,17 +12,20 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from cuda_llm.engine.core.settings import LoopSettings
-from cuda_llm.engine.core.status import STATUSES
+from cuda_llm.engine.core.status import STATUSES, Stage, Status
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.gpu.protocol import Timing
-from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Judgement, LibraryResult
+from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Candidate, Judgement, LibraryResult
 from cuda_llm.engine.llm.base import Completion, Message, RequestKey
 
-# Candidate phases before a final status; then the judgement's status names the state.
-PHASES = ("waiting", "streaming", "compiling", "validating", "profiling", "no reply")
+# Candidate phases before a final status; then the judgement's status names the state. "judged": the
+# status says it. A phase shares no name with a status, so the state the tree shows is either.
+Phase = Literal["waiting", "streaming", "compiling", "validating", "profiling", "no reply", "judged"]
+PHASES: tuple[Phase, ...] = get_args(Phase)
+assert not set(PHASES) & set(STATUSES), "a phase named as a status"
 
 # One mark per state, each one terminal cell wide (no emoji: they are two cells in many terminals):
 # the phases' and the best's here, a status's from its table (engine/core/status.py).
@@ -58,9 +61,12 @@ class CandidateView:
     round: int
     attempt: int = 0
     slot: int = 0
-    phase: str = "waiting"
+    phase: Phase = "waiting"
     reply: str = ""  # streamed so far (the whole reply once received)
     judgement: Judgement | None = None
+    # Compiled and on the GPU, before its verdict (ValidationStarted): what the kernel and compiler
+    # panes show meanwhile; the judgement carries both once it comes.
+    sent: ev.ValidationStarted | None = None
     decision: str | None = None  # accepted | rejected | auto-accepted
     reason: str = ""
     error: str = ""  # the model error when no reply came
@@ -71,11 +77,18 @@ class CandidateView:
         return RequestKey(self.round, self.attempt, self.slot)
 
     @property
-    def state(self) -> str:
+    def state(self) -> Phase | Status:
         """The state the tree shows: a phase, or the judgement's status."""
         if self.judgement is not None and self.phase not in ("compiling", "validating", "profiling"):
             return self.judgement.status
         return self.phase
+
+    @property
+    def candidate(self) -> Candidate | None:
+        """The parsed candidate: its judgement's, or the one on the GPU being validated."""
+        if self.judgement is not None and self.judgement.candidate is not None:
+            return self.judgement.candidate
+        return self.sent.candidate if self.sent is not None else None
 
     @property
     def median_us(self) -> float | None:
@@ -299,9 +312,7 @@ class SessionView:
         c.judgement = j
         if j.candidate is not None and j.candidate.origin == "user" and not c.reply:
             c.reply = "(written in the editor)"
-        if e.stage == "compiled" and j.status == "compiled" and not self.compile_only:
-            c.phase = "validating"  # compiled, on its way to the GPU (compile-only: the verdict)
-        elif e.stage == "validated" and j.is_correct and not self.compile_only and j.repeat_of is None:
+        if e.stage == "validate" and j.is_correct and not self.compile_only and j.repeat_of is None:
             c.phase = "profiling"  # (a repeat takes its first's verdict and is never timed)
         else:
             c.phase = "judged"
@@ -314,6 +325,12 @@ class SessionView:
         if j.label == self.focus:
             changed |= FOCUSED
         return changed
+
+    def _on_ValidationStarted(self, e: ev.ValidationStarted) -> set[str]:
+        c = self._candidate(e.label)
+        c.phase, c.sent = "validating", e  # a step, no verdict: the status stays the last judgement's (none)
+        changed = {TREE} | self._follow(e.label)
+        return changed | (FOCUSED if e.label == self.focus else set())
 
     def _on_RoundProfiled(self, e: ev.RoundProfiled) -> set[str]:
         if e.timing.baseline is not None and self.baseline is not None:
@@ -486,8 +503,8 @@ def _with_timing(j: Judgement, timing: Timing) -> Judgement:
 
 
 # A restored candidate's verdict, folded in as a CandidateJudged of this stage: final, not a step on
-# the way to the GPU (those stages move the candidate's phase on to validating or profiling).
-RESTORED_STAGE = "restored"
+# the way to the GPU (a live "validate" of a correct candidate moves its phase on to profiling).
+RESTORED_STAGE: Stage = "restore"
 
 
 def restored_events(e: ev.HistoryRestored) -> Iterator[ev.Event]:
@@ -539,6 +556,7 @@ FOLDS: dict[type[ev.Event], Callable[[SessionView, Any], set[str]]] = {
     ev.RequestRetrying: SessionView._on_RequestRetrying,
     ev.ReplyReceived: SessionView._on_ReplyReceived,
     ev.ModelFailed: SessionView._on_ModelFailed,
+    ev.ValidationStarted: SessionView._on_ValidationStarted,
     ev.CandidateJudged: SessionView._on_CandidateJudged,
     ev.RoundProfiled: SessionView._on_RoundProfiled,
     ev.AwaitingDecision: SessionView._on_AwaitingDecision,

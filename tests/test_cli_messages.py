@@ -255,7 +255,7 @@ def test_progress_names_both_ceilings_and_keeps_a_timed_candidates_figures():
         "correct; 40.0 us (IQR 1.0), 2.50x the baseline, 50% of the achievable roofline (memory-bound), "
         "49% of the physical limit, two levels: 38.0 us (47% of samples, SM 1980 MHz) and 42.0 us (53%, SM 1755 MHz)"
     )
-    printer(ev.CandidateJudged("1", "validated", Judgement("r1-1", "correct", figures)))
+    printer(ev.CandidateJudged("1", "validate", Judgement("r1-1", "correct", figures)))
     printer(ev.RoundFinished("1", 1, True, "r1-1", 40.0, 2.5, 0.5, 1200, best_physical_share=0.49))
     printer(ev.RoundFinished("1", 2, False, "r1-1", 40.0, 2.5, 0.5, 2400))  # an older event: no physical share
     assert buf.getvalue().splitlines() == [

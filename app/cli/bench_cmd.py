@@ -38,7 +38,11 @@ REPLAY_SEARCH_SESSIONS = 10_000
 
 if TYPE_CHECKING:
     from cuda_llm.app.cli.bench_table import BenchRow
+    from cuda_llm.engine.core.settings import LoopSettings
     from cuda_llm.engine.fsr.control import Controller
+    from cuda_llm.engine.fsr.loop import SessionResult
+    from cuda_llm.engine.fsr.session import SessionOptions
+    from cuda_llm.engine.judge.judgement import LibraryResult
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,7 @@ class BenchRequest:
             data[key] = _scrubbed(data[key]) if data[key] else None
         return data
 
-    def loop_settings(self):
+    def loop_settings(self) -> LoopSettings:
         from cuda_llm.engine.core import serialize
         from cuda_llm.engine.core.settings import LoopSettings
 
@@ -138,7 +142,7 @@ def _replayed_session(task: str, db: str | None) -> int | None:
     return None
 
 
-def _options(request: BenchRequest, task: str, model: str):
+def _options(request: BenchRequest, task: str, model: str) -> SessionOptions:
     from cuda_llm.app.options import Defaults, session_options
 
     loop = request.loop_settings()
@@ -173,7 +177,13 @@ _BOUND = frozenset(s for s, info in STATUSES.items() if info.compiled)
 
 
 def build_row(
-    task: str, model: str, result, report: dict[str, Any], library, seconds: float, torch_compile=None
+    task: str,
+    model: str,
+    result: SessionResult,
+    report: dict[str, Any],
+    library: LibraryResult | None,
+    seconds: float,
+    torch_compile: LibraryResult | None = None,
 ) -> BenchRow:
     """A table row from a finished session's report (app/cli/report.py), its library figure and, when
     asked for (--torch-compile), torch.compile's."""
@@ -224,7 +234,7 @@ def build_row(
     )
 
 
-def _over_compile(torch_compile, baseline_us: float | None) -> float | None:
+def _over_compile(torch_compile: LibraryResult | None, baseline_us: float | None) -> float | None:
     """Where eager stayed the best: torch.compile's time over eager's (the timed baseline's)."""
     t = torch_compile.timing if torch_compile is not None else None
     return t.median_us / baseline_us if t is not None and baseline_us else None

@@ -11,11 +11,17 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cuda_llm.app.cli.argtypes import arch, gpu_index
 from cuda_llm.app.cli.files import STDIN, FileArgumentError, NotTextError, read_text, shown
 from cuda_llm.app.cli.output import error, print_json, say_on_stderr, split_message
 from cuda_llm.app.cli.torch_compile_flag import add_torch_compile_flag, with_torch_compile
+
+if TYPE_CHECKING:  # the engine is imported where it is used: `eval --help` starts without it
+    from cuda_llm.engine.counters.model import CountersReport
+    from cuda_llm.engine.judge.judge import Judge
+    from cuda_llm.engine.judge.judgement import Candidate, Judgement, LibraryResult
 
 # What is read of a file before it is judged: far above anything the judge accepts (a 1 MiB reply,
 # a 256 KiB source), so its own checks say what is wrong with a large one; a file beyond this is
@@ -106,7 +112,7 @@ EVAL_COMPILERS = 2
 DEFAULT_GPU = 0
 
 
-def _candidate(source: Source, judge):
+def _candidate(source: Source, judge: Judge) -> Candidate | Judgement:
     from cuda_llm.engine.core.errors import FormatError, headline
     from cuda_llm.engine.judge.judgement import Candidate, Judgement
     from cuda_llm.engine.task.plan import parse_plan
@@ -121,7 +127,13 @@ def _candidate(source: Source, judge):
     return Candidate(source.label, source.text, plan, origin="user")
 
 
-def render(j, device: str, library=None, notes: tuple[str, ...] = (), torch_compile=None) -> str:
+def render(
+    j: Judgement,
+    device: str,
+    library: LibraryResult | None = None,
+    notes: tuple[str, ...] = (),
+    torch_compile: LibraryResult | None = None,
+) -> str:
     from cuda_llm.app.cli.yardstick import library_line, torch_compile_line
     from cuda_llm.engine.gpu.torch_compile import TORCH_COMPILE_NAME
     from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, share_text, speedup_text
@@ -198,7 +210,7 @@ def render(j, device: str, library=None, notes: tuple[str, ...] = (), torch_comp
     return "\n".join(lines)
 
 
-def counters_lines(report) -> list[str]:
+def counters_lines(report: CountersReport | None) -> list[str]:
     """What limits it, each launch's counters, and the findings the summary left out."""
     from cuda_llm.engine.counters.derive import SUMMARY_FINDINGS
     from cuda_llm.engine.counters.describe import kernel_figures
@@ -215,7 +227,7 @@ def counters_lines(report) -> list[str]:
     return lines
 
 
-async def _read_counters(judge, result, own_baseline: bool):
+async def _read_counters(judge: Judge, result: Judgement, own_baseline: bool) -> Judgement:
     """`eval --counters`: the counters of a correct candidate (or of the task's own baseline)."""
     import dataclasses
 

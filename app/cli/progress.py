@@ -84,8 +84,6 @@ class ProgressPrinter:
             self._line(f"  {event.label}: model error: {event.message}")
         elif isinstance(event, ev.CandidateJudged):
             j = event.judgement
-            if event.stage == "compiled" and j.status == "compiled":
-                return  # an intermediate step; the validation line follows
             self._line(f"  {judgement_line(j)}")
             for w in j.warnings:
                 self._line(f"    note: {w}")

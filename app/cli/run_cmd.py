@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cuda_llm.app.cli.argtypes import (
     arch,
@@ -26,6 +26,11 @@ from cuda_llm.app.cli.argtypes import (
 )
 from cuda_llm.app.cli.output import error, print_json, say_on_stderr
 from cuda_llm.engine.core.settings import LOOP_KNOBS
+
+if TYPE_CHECKING:
+    from cuda_llm.engine.core.settings import LoopSettings
+    from cuda_llm.engine.fsr.session import SessionOptions
+    from cuda_llm.engine.llm.base import ModelProvider
 
 # engine/core/settings.py's COUNTERS_MODES, spelled here so that --help imports no engine module.
 COUNTERS_CHOICES = ("off", "best", "all")
@@ -100,7 +105,7 @@ def loop_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def loop_settings(args: argparse.Namespace):
+def loop_settings(args: argparse.Namespace) -> LoopSettings:
     import dataclasses
 
     from cuda_llm.engine.core.settings import GenerateOptions, LoopSettings
@@ -120,7 +125,7 @@ def loop_settings(args: argparse.Namespace):
     return dataclasses.replace(LoopSettings(), generate=gen, **loop_overrides(args))
 
 
-def session_options(args: argparse.Namespace, task: str | None):
+def session_options(args: argparse.Namespace, task: str | None) -> SessionOptions:
     from cuda_llm.app.options import Defaults
     from cuda_llm.app.options import session_options as build
 
@@ -146,7 +151,7 @@ def session_options(args: argparse.Namespace, task: str | None):
     )
 
 
-async def run_headless(options, as_json: bool) -> int:
+async def run_headless(options: SessionOptions, as_json: bool) -> int:
     from cuda_llm.app.cli.interrupt import ctrl_c_stops
     from cuda_llm.app.cli.progress import ProgressPrinter
     from cuda_llm.engine.fsr.control import Controller
@@ -201,7 +206,7 @@ async def run_headless(options, as_json: bool) -> int:
     return {"finished": 0, "stopped": 0, "paused": EXIT_PAUSED}.get(result.status, 1)
 
 
-def continue_line(session_id: int, db: str | None, provider, cluster: str | None = None) -> str:
+def continue_line(session_id: int, db: str | None, provider: ModelProvider, cluster: str | None = None) -> str:
     """What to do about a paused session. A replay that ran out of recorded replies cannot go on as
     a replay (resuming would ask the same recording again): it goes on with a model, or not at all.
     Either way on the Ray cluster it judged on, if it judged on one."""
@@ -242,7 +247,7 @@ def _replayed_model(source: str, db: str | None) -> str | None:
     return None if parse_spec(model).backend.replays else model
 
 
-def resume_command(session_id: int, db: str | None, provider, cluster: str | None = None) -> str:
+def resume_command(session_id: int, db: str | None, provider: ModelProvider, cluster: str | None = None) -> str:
     """The command that continues a session where it stopped: its database, its model server, the
     Ray cluster it judged on."""
     import shlex

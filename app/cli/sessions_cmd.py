@@ -8,9 +8,13 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cuda_llm.app.cli.argtypes import age, positive_int
 from cuda_llm.app.cli.output import error, print_json, table
+
+if TYPE_CHECKING:
+    from cuda_llm.engine.store.sessions import SessionRecord, SessionStore
 
 
 def list_sessions(args: argparse.Namespace) -> int:
@@ -157,7 +161,7 @@ def export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _recorded_extent(store, session_id: int) -> tuple[int, int, int]:
+def _recorded_extent(store: SessionStore, session_id: int) -> tuple[int, int, int]:
     """(rounds, candidates a request, repairs) the session's recorded replies cover."""
     keys = list(store.replies(session_id))
     if not keys:
@@ -165,7 +169,7 @@ def _recorded_extent(store, session_id: int) -> tuple[int, int, int]:
     return max(k.round for k in keys), max(k.slot for k in keys) + 1, max(k.attempt for k in keys)
 
 
-def replay_limits(record, extent: tuple[int, int, int], overrides: dict[str, object]) -> str | None:
+def replay_limits(record: SessionRecord, extent: tuple[int, int, int], overrides: dict[str, object]) -> str | None:
     """Why a replay with these settings cannot be what the user asked for, or None. A replay repeats
     the recorded requests and no others: more candidates, rounds or repairs than were recorded ask
     for replies that do not exist."""
@@ -216,7 +220,7 @@ def replay(args: argparse.Namespace) -> int:
     import dataclasses
 
     # Same N, D and rules as the recorded session (unless given), so the same requests are made.
-    settings = dataclasses.replace(record.settings, **options.overrides)
+    settings = dataclasses.replace(record.settings, **options.overrides)  # type: ignore[arg-type]  # LoopSettings fields by name
     options = dataclasses.replace(options, loop=settings)
     try:
         return asyncio.run(run_headless(options, args.json))

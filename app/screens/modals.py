@@ -15,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from cuda_llm.app.editing import EditResult, compose_reply
+from cuda_llm.app.history import MessageHistory
 from cuda_llm.app.knob_fields import knob_value
 from cuda_llm.app.terminal import terminal_safe
 from cuda_llm.app.widgets.cuda import release, use_cuda
@@ -445,7 +446,7 @@ class MessagesScreen(ModalScreen[None]):
         Binding("f12", "close", "Close", show=False, priority=True),
     ]
 
-    def __init__(self, history) -> None:
+    def __init__(self, history: MessageHistory) -> None:
         super().__init__(classes="dialog-screen")
         self.history = history
 

@@ -3,6 +3,7 @@ occupancy (`s` steps through them, `S` reverses); Enter shows the candidate in t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -31,8 +32,12 @@ def _occupancy(c: CandidateView) -> float:
     return -min(values) if values else MISSING  # the highest first
 
 
-def sort_key(view: SessionView, by: str):
-    def key(c: CandidateView):
+# What a row sorts by: a figure or a word, then the label (or the request's round, attempt and slot).
+SortKey = tuple[float | str, ...]
+
+
+def sort_key(view: SessionView, by: str) -> Callable[[CandidateView], SortKey]:
+    def key(c: CandidateView) -> SortKey:
         if by == "latency":
             return (c.median_us if c.median_us is not None else MISSING, c.label)
         if by == "status":

@@ -8,6 +8,8 @@ what it holds (how many, and its fastest), so a folded round is not a blank."""
 
 from __future__ import annotations
 
+from typing import Unpack
+
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -17,6 +19,7 @@ from textual.widgets.tree import TreeNode
 
 from cuda_llm.app.messages import CandidateChosen
 from cuda_llm.app.state import CandidateView, SessionView
+from cuda_llm.app.widgets.options import WidgetOptions
 from cuda_llm.app.widgets.text import plain
 from cuda_llm.engine.core.status import STATUSES
 from cuda_llm.engine.fsr.repeats import name_of
@@ -33,7 +36,7 @@ ROUNDS_OPEN = 3
 
 
 class CandidateTree(Tree[str]):
-    def __init__(self, view: SessionView, **kwargs) -> None:
+    def __init__(self, view: SessionView, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__("session", data=FOLLOW, **kwargs)
         self.view = view
         self.show_root = False  # the pane's title names the session; the column is for candidates
@@ -189,7 +192,7 @@ class CandidateTree(Tree[str]):
 class CandidatesPane(Vertical):
     """The candidate tree under its title, with the filter `/` opens."""
 
-    def __init__(self, view: SessionView, **kwargs) -> None:
+    def __init__(self, view: SessionView, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.view = view
         self.title_key = "6"  # the key that shows this pane (RunScreen sets the one in force)

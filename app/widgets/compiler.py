@@ -3,6 +3,8 @@ in the kernel pane) and each kernel's registers, shared memory and spills."""
 
 from __future__ import annotations
 
+from typing import Unpack
+
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widget import Widget
@@ -11,6 +13,7 @@ from textual.widgets.option_list import Option
 
 from cuda_llm.app.messages import JumpToLine
 from cuda_llm.app.state import SessionView
+from cuda_llm.app.widgets.options import WidgetOptions
 from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.compile.result import CompileResult, Diagnostic
 
@@ -21,7 +24,7 @@ def diagnostic_text(d: Diagnostic) -> str:
 
 
 class CompilerPane(Vertical):
-    def __init__(self, view: SessionView, **kwargs) -> None:
+    def __init__(self, view: SessionView, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.view = view
         self.border_title = "3 compiler"
@@ -54,6 +57,10 @@ class CompilerPane(Vertical):
         if c is None:
             set_text(summary, "no candidate yet")
             return
+        if j is None and c.sent is not None:  # compiled, on the GPU: its compile, no verdict yet
+            set_text(summary, f"{c.label}: {self._headline(c.sent.compile)}; being validated on the GPU")
+            self._show_compile(c.sent.compile, (), {})
+            return
         if j is None:
             set_text(summary, f"{c.label}: not compiled yet ({self.view.word(c.state)})")
             return
@@ -66,15 +73,20 @@ class CompilerPane(Vertical):
         if result is None:
             set_text(summary, f"{c.label}: {j.message}")
             return
-        set_text(summary, f"{c.label}: {self._headline(j.status, j.message, result)}")
-        for d in result.diagnostics:
-            self._targets.append((d.line or 0, d.column or 1))
-            options.add_option(Option(plain(diagnostic_text(d)), id=f"diag-{len(self._targets) - 1}"))
-        for w in j.warnings:
-            options.add_option(Option(plain(f"note: {w}"), disabled=True))
+        set_text(summary, f"{c.label}: {self._headline(result, j.message)}")
         occupancy = {}
         if j.validation is not None:
             occupancy = {r.kernel: f"{r.occupancy:.0%}" for r in j.validation.resources}
+        self._show_compile(result, j.warnings, occupancy)
+
+    def _show_compile(self, result: CompileResult, warnings: tuple[str, ...], occupancy: dict[str, str]) -> None:
+        options = self.query_one("#compiler-diagnostics", OptionList)
+        table = self.query_one("#compiler-resources", DataTable)
+        for d in result.diagnostics:
+            self._targets.append((d.line or 0, d.column or 1))
+            options.add_option(Option(plain(diagnostic_text(d)), id=f"diag-{len(self._targets) - 1}"))
+        for w in warnings:
+            options.add_option(Option(plain(f"note: {w}"), disabled=True))
         for k in result.kernels:
             spills = f"{k.spill_store_bytes}/{k.spill_load_bytes}"
             table.add_row(
@@ -87,7 +99,7 @@ class CompilerPane(Vertical):
             )
 
     @staticmethod
-    def _headline(status: str, message: str, result: CompileResult) -> str:
+    def _headline(result: CompileResult, message: str = "") -> str:
         if not result.ok:
             return message
         nvrtc = ".".join(map(str, result.nvrtc_version))

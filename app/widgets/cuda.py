@@ -10,8 +10,12 @@ from __future__ import annotations
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.widgets import TextArea
+
+if TYPE_CHECKING:
+    from tree_sitter import Language
 
 LANGUAGE = "cuda"
 _QUERY_PACKAGES = ("tree_sitter_c", "tree_sitter_cpp", "tree_sitter_cuda")
@@ -29,7 +33,7 @@ def highlight_query() -> str | None:
 
 
 @cache
-def _language():  # a tree_sitter.Language, imported lazily
+def _language() -> Language | None:  # imported lazily: the grammar is optional
     try:
         import tree_sitter_cuda
         from tree_sitter import Language

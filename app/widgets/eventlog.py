@@ -4,11 +4,13 @@ the pane (a log line cut at the pane's edge loses the part that says what happen
 from __future__ import annotations
 
 import textwrap
+from typing import Unpack
 
 from textual.widgets import Log
 
 from cuda_llm.app.state import SessionView
 from cuda_llm.app.terminal import terminal_safe
+from cuda_llm.app.widgets.options import WidgetOptions
 
 MAX_LINES = 5000
 MIN_WRAP = 20  # narrower than this, lines are left as they are (the pane is being laid out)
@@ -16,7 +18,7 @@ CONTINUATION = "  "  # a wrapped entry's further lines are indented under its fi
 
 
 class EventLog(Log):
-    def __init__(self, view: SessionView, **kwargs) -> None:
+    def __init__(self, view: SessionView, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(max_lines=MAX_LINES, auto_scroll=True, **kwargs)
         self.view = view
         self.border_title = "7 log"

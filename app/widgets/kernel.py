@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from typing import ClassVar
+from typing import ClassVar, Unpack
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -18,6 +18,7 @@ from textual.widgets import Static, TabbedContent, TabPane, Tabs, TextArea
 from cuda_llm.app.state import CandidateView, SessionView
 from cuda_llm.app.terminal import terminal_safe
 from cuda_llm.app.widgets.cuda import load_source, use_cuda
+from cuda_llm.app.widgets.options import WidgetOptions
 from cuda_llm.app.widgets.text import set_text
 from cuda_llm.engine.judge.judgement import Judgement
 from cuda_llm.engine.task.plan import LaunchPlan
@@ -28,8 +29,8 @@ _JSON_BLOCK = re.compile(r"```json[ \t]*\n(.*?)(?:```|\Z)", re.S)
 
 def source_of(c: CandidateView | None, fallback: Judgement | None = None) -> tuple[str, str]:
     """(source, plan JSON) of a candidate: parsed when judged, else the code blocks of its reply."""
-    if c is not None and c.judgement is not None and c.judgement.candidate is not None:
-        cand = c.judgement.candidate
+    if c is not None and c.candidate is not None:
+        cand = c.candidate
         return cand.source, plan_json(cand.plan)
     if c is not None and c.reply:
         code = _CUDA_BLOCK.search(c.reply)
@@ -77,7 +78,7 @@ class KernelPane(Vertical):
         Binding("v", "next_view", "Source/plan/diffs", show=False, id="kernel.view"),
     ]
 
-    def __init__(self, view: SessionView, **kwargs) -> None:
+    def __init__(self, view: SessionView, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.view = view
         self.border_title = "2 kernel"
@@ -166,8 +167,8 @@ class KernelPane(Vertical):
             load_source(area, shown_source)
         self.query_one("#kernel-plan", TextArea).load_text(terminal_safe(plan))
         launches = ""
-        if c is not None and c.judgement is not None and c.judgement.candidate is not None:
-            launches = "\n".join(launch_lines(c.judgement.candidate.plan))
+        if c is not None and c.candidate is not None:
+            launches = "\n".join(launch_lines(c.candidate.plan))
         elif c is None and best is not None and best.candidate is not None:
             launches = "\n".join(launch_lines(best.candidate.plan))
         set_text(self.query_one("#kernel-launches", Static), launches)

@@ -3,7 +3,7 @@ the roofline floor, with the best's speedup and roofline share."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Unpack
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -14,6 +14,7 @@ from textual.widgets import Static
 from textual_plot import HiResMode, PlotWidget
 
 from cuda_llm.app.state import SessionView
+from cuda_llm.app.widgets.options import WidgetOptions
 from cuda_llm.app.widgets.text import set_text
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME, speedup_text
@@ -95,7 +96,7 @@ class LatencyPlot(PlotWidget, inherit_bindings=False):
 
 
 class LatencyPane(Vertical, can_focus=True):
-    def __init__(self, view: SessionView, **kwargs) -> None:
+    def __init__(self, view: SessionView, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.view = view
         self.border_title = "5 latency"

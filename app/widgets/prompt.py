@@ -7,6 +7,7 @@ the session is followed the pane keeps the newest text in view; `f` off, it hold
 from __future__ import annotations
 
 import textwrap
+from typing import Unpack
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -15,6 +16,7 @@ from textual.widgets import Log, Static
 
 from cuda_llm.app.state import SessionView
 from cuda_llm.app.terminal import terminal_safe
+from cuda_llm.app.widgets.options import WidgetOptions
 from cuda_llm.app.widgets.search import end_search, searching
 from cuda_llm.app.widgets.text import set_text
 
@@ -28,7 +30,7 @@ WRAPPED_KEPT = 16
 class PromptPane(Vertical):
     """Plain text in a `Log`: appending streamed tokens costs a line refresh, not a re-layout."""
 
-    def __init__(self, view: SessionView, **kwargs) -> None:
+    def __init__(self, view: SessionView, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.view = view
         self.border_title = "1 prompt"

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Unpack
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Static
 
+from cuda_llm.app.widgets.options import WidgetOptions
 from cuda_llm.app.widgets.text import set_text
 from cuda_llm.engine.gpu.telemetry import Nvml, TelemetrySample
 
@@ -61,7 +63,7 @@ class TelemetryBar(Horizontal):
     it once a second, whatever the screen is doing (a resize, a screen being pushed), and a write
     must never depend on the widget tree being complete at that moment."""
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.sample: TelemetrySample | None = None
         self._context_label = Static("cuda-llm", id="bar-context")

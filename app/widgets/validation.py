@@ -4,6 +4,7 @@ coordinates), the count of outputs never written, and the failure's pattern."""
 from __future__ import annotations
 
 import math
+from typing import Unpack
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -11,6 +12,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
 from cuda_llm.app.state import CandidateView, SessionView
+from cuda_llm.app.widgets.options import WidgetOptions
 from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.gpu.protocol import ValidationReport
 
@@ -48,13 +50,13 @@ def report_lines(report: ValidationReport) -> list[str]:
 
 
 def not_validated(view: SessionView, c: CandidateView) -> str:
-    """Why a candidate shows no validation report. "compiled" is a stage on the way to the GPU
-    (the candidate's phase says it is being validated) and, only in a compile-only session, the
-    verdict: the pane tells the two apart by the phase and the session, never by the status alone."""
+    """Why a candidate shows no validation report: on the GPU now (its phase, a step with no verdict),
+    compile-only mode's "compiled" (a status: the only way a candidate is compiled and not run), a
+    failure before the GPU, or not that far yet."""
     j = c.judgement
     if c.phase == "validating":
         return "compiled; being validated on the GPU"
-    if j is not None and j.status == "compiled" and view.compile_only:
+    if j is not None and j.status == "compiled":
         return "compile-only: compiled and bound, not run (no GPU)"
     if j is not None and j.failed:
         return f"not run: {view.word(j.status)}"
@@ -62,7 +64,7 @@ def not_validated(view: SessionView, c: CandidateView) -> str:
 
 
 class ValidationPane(Vertical):
-    def __init__(self, view: SessionView, **kwargs) -> None:
+    def __init__(self, view: SessionView, **kwargs: Unpack[WidgetOptions]) -> None:
         super().__init__(**kwargs)
         self.view = view
         self.border_title = "4 validation"

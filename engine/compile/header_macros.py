@@ -42,6 +42,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 # What a macro of the headers must not let the candidate steer: the pasting operator and the
 # operators that emit a pragma or probe a file (the EDG spellings of __has_include included).
@@ -301,7 +302,9 @@ class _Expander:
                 done.append(out)
         return done
 
-    def _call(self, toks: list[_Tok], at: int, d: Definition):
+    def _call(
+        self, toks: list[_Tok], at: int, d: Definition
+    ) -> tuple[dict[str, list[_Tok]], int] | Literal["open"] | None:
         """The arguments of a call whose '(' is at `at`: (args by parameter, index of ')'), None when
         no '(' is there, "open" when it does not close."""
         if at >= len(toks) or toks[at].text != "(":

@@ -441,7 +441,9 @@ def _check_raw(text: str) -> list[tuple[int | None, str]]:
     return found
 
 
-def _directive_on_line_of(lx: _Lexed, pos: int, cache: dict[int, tuple[int, str, int, int] | None]):
+def _directive_on_line_of(
+    lx: _Lexed, pos: int, cache: dict[int, tuple[int, str, int, int] | None]
+) -> tuple[int, str, int, int] | None:
     """The directive whose line holds spliced position `pos`, when its '#' comes before `pos`:
     ('#' position, name, name end, line end); None otherwise. Cached by line start."""
     clean = lx.clean

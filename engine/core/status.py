@@ -27,6 +27,19 @@ Verdict = Literal["correct", "wrong", "launch_error", "crashed", "timed_out"]
 # How a fault that ends a GPU worker's job (a sticky CUDA error, a hang, a refused launch) is recorded.
 FaultKind = Literal["crashed", "timed_out", "launch_error"]
 
+# The step of judging that gave a candidate its status (engine/fsr/events.py CandidateJudged). A stage
+# is named for the step, a status for the outcome, and no name is both: "compiled" is only ever a
+# status (compile-only mode's verdict), so a stage can never be shown as a verdict nor a verdict read
+# as a step on the way to the GPU (tests/fsr/test_stages.py fails on an overlap).
+Stage = Literal[
+    "parse",  # the reply broke the contract (format_error)
+    "compile",  # NVRTC or binding the plan refused it (compile_error, launch_error)
+    "validate",  # the GPU's verdict, or compile-only mode's "compiled", or a repeat's first's verdict
+    "profile",  # timed: correct or suspect, with figures
+    "restore",  # read back from the store (a resumed or opened session), not judged again
+]
+STAGES: tuple[Stage, ...] = get_args(Stage)
+
 
 @dataclass(frozen=True)
 class StatusInfo:
@@ -61,6 +74,7 @@ STATUSES: dict[str, StatusInfo] = {
     "suspect": StatusInfo("suspect", "?", "status-crashed", None, compiled=True, timed=True, repeatable=False),
 }
 assert tuple(STATUSES) == get_args(Status) and set(get_args(Verdict)) | set(get_args(FaultKind)) <= set(STATUSES)
+assert not set(STAGES) & set(STATUSES), "a stage named as a status"
 
 FAILED = frozenset(s for s, info in STATUSES.items() if info.failure)
 TIMED = frozenset(s for s, info in STATUSES.items() if info.timed)

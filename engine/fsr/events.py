@@ -10,8 +10,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from cuda_llm.engine.compile.result import CompileResult
 from cuda_llm.engine.core.settings import LoopSettings
-from cuda_llm.engine.judge.judgement import Judgement, LibraryResult, RoundTiming
+from cuda_llm.engine.core.status import STAGES, Stage
+from cuda_llm.engine.judge.judgement import Candidate, Judgement, LibraryResult, RoundTiming
 from cuda_llm.engine.llm.base import Completion, Message
 
 
@@ -115,11 +117,26 @@ class ModelFailed(Event):
 
 
 @dataclass(frozen=True)
-class CandidateJudged(Event):
-    """A stage finished for one candidate: parsed (format errors), compiled, or validated."""
+class ValidationStarted(Event):
+    """A candidate compiled and bound, sent to the GPU to be validated: a step, with no verdict yet
+    (compile-only mode has no GPU and skips it: its verdict follows at once)."""
 
-    stage: str  # "parsed" | "compiled" | "validated"
+    label: str
+    candidate: Candidate
+    compile: CompileResult
+
+
+@dataclass(frozen=True)
+class CandidateJudged(Event):
+    """A candidate's status, and the stage of judging that gave it (engine/core/status.py Stage)."""
+
+    stage: Stage
     judgement: Judgement
+
+    def __post_init__(self) -> None:
+        # A status passed for a stage ("compiled") would show a verdict as a step or the reverse.
+        if self.stage not in STAGES:
+            raise ValueError(f"{self.stage!r} is not a stage of judging (one of {', '.join(STAGES)})")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any
 from cuda_llm.engine.core.concurrency import gather_or_cancel
 from cuda_llm.engine.core.errors import FormatError, UserError, headline
 from cuda_llm.engine.core.settings import LoopSettings
+from cuda_llm.engine.core.status import Stage
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller, Decision, Edit
 from cuda_llm.engine.fsr.prompt import PromptBuilder, Rejection
@@ -28,7 +29,7 @@ from cuda_llm.engine.fsr.repeats import JudgedPrograms, history_note, repeat_of
 from cuda_llm.engine.gpu.client import GpusLost
 from cuda_llm.engine.gpu.protocol import Timing, device_label, is_compile_only
 from cuda_llm.engine.judge.judge import Judge
-from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Candidate, Compiled, Judgement, LibraryResult
+from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Candidate, Compiled, Judgement, LibraryResult, RoundTiming
 from cuda_llm.engine.judge.metrics import figures, share_text, speedup_text
 from cuda_llm.engine.llm.base import Message, ModelError, ModelProvider, RequestKey
 from cuda_llm.engine.llm.retry import complete_with_retries
@@ -183,7 +184,7 @@ class FsrLoop:
         base_j = await self.judge.baseline_judgement()
         if base_j.status not in ("correct", "compiled"):
             raise UserError(f"the baseline of task {self.judge.task.name!r} fails its own validation: {base_j.message}")
-        self._record(base_j, "profiled" if base_j.timing else "validated", RequestKey(0, 0, 0))
+        self._record(base_j, "profile" if base_j.timing else "validate", RequestKey(0, 0, 0))
         self._programs.remember(base_j)
         state = LoopState(best=base_j, best_compiled=await self.judge.baseline())
         if not self.judge.compile_only:
@@ -435,10 +436,10 @@ class FsrLoop:
                     message=f"the reply reached the token limit ({self.settings.generate.max_tokens} tokens) and "
                     f"was cut off: send only the kernels, the plan and a few sentences. {cand.message}",
                 )
-            return self._record(cand, "parsed", key)
+            return self._record(cand, "parse", key)
         first = await self._programs.earlier(cand)
         if first is not None:
-            return self._record(repeat_of(first, cand), "validated", key)
+            return self._record(repeat_of(first, cand), "validate", key)
         judging = self._programs.judging(cand)
         try:
             judgement = await self._judge_candidate(cand, key)
@@ -451,19 +452,14 @@ class FsrLoop:
     async def _judge_candidate(self, cand: Candidate, key: RequestKey) -> Judgement:
         compiled = await self.judge.compile(cand)
         if isinstance(compiled, Judgement):
-            return self._record(compiled, "compiled", key)
-        self.emit(
-            ev.CandidateJudged(
-                self.sid,
-                "compiled",
-                Judgement(cand.label, "compiled", "compiled", candidate=cand, compile=compiled.compile),
-            )
-        )
+            return self._record(compiled, "compile", key)
+        if not self.judge.compile_only:
+            self.emit(ev.ValidationStarted(self.sid, cand.label, cand, compiled.compile))
         judgement = await self.judge.validate(compiled)
         self._compiled[cand.label] = compiled
-        return self._record(judgement, "validated", key)
+        return self._record(judgement, "validate", key)
 
-    def _record(self, j: Judgement, stage: str, key: RequestKey) -> Judgement:
+    def _record(self, j: Judgement, stage: Stage, key: RequestKey) -> Judgement:
         try:
             self.store.record_judgement(self.sid, j, key, origin=j.candidate.origin if j.candidate else "model")
         except StoreError as exc:
@@ -480,7 +476,7 @@ class FsrLoop:
             compiled = await self.judge.compile(j.candidate)
             if isinstance(compiled, Compiled):
                 self._compiled[j.label] = compiled
-        self.emit(ev.CandidateJudged(self.sid, "validated", j))
+        self.emit(ev.CandidateJudged(self.sid, "validate", j))
         return j
 
     # ---- profiling and selection ------------------------------------------------------------
@@ -493,7 +489,7 @@ class FsrLoop:
             timing = await self._time_against_best(state, [(self._compiled[j.label], j) for j in correct])
             by_label = {j.label: j for j in timing.judgements}
             for j in timing.judgements:
-                self._record(j, "profiled", RequestKey(r, 0, 0))
+                self._record(j, "profile", RequestKey(r, 0, 0))
                 self._programs.settle(j)
             self.emit(
                 ev.RoundProfiled(
@@ -605,7 +601,7 @@ class FsrLoop:
         best = self.store.session(self.sid).best_label
         return await self._counters_of(j, compiled, rec.round if rec is not None else 0, label == best)
 
-    async def _time_against_best(self, state: LoopState, entries: list[tuple[Compiled, Judgement]]):
+    async def _time_against_best(self, state: LoopState, entries: list[tuple[Compiled, Judgement]]) -> RoundTiming:
         """Time programs with the baseline and the current best (on every GPU used); refresh the
         best's own figures from this session."""
         anchor = None
@@ -633,7 +629,7 @@ class FsrLoop:
         return timing
 
     @staticmethod
-    def _best_timing(state: LoopState, timing, label: str) -> Timing | None:
+    def _best_timing(state: LoopState, timing: RoundTiming, label: str) -> Timing | None:
         """The best as timed on the same GPU as `label` (the baseline, while it is the best)."""
         if state.best.label == BASELINE_LABEL:
             return timing.baseline
@@ -694,7 +690,7 @@ class FsrLoop:
             timing = await self._time_against_best(state, [(compiled, rec.judgement)])
             again = next((j for j in timing.judgements if j.label == rec.label), None)
             if again is not None and again.is_correct and again.timing is not None:
-                self._record(again, "profiled", RequestKey(rec.round, 0, 0))
+                self._record(again, "profile", RequestKey(rec.round, 0, 0))
             if again is not None and self._beats(again, self._best_timing(state, timing, rec.label)):
                 improved = await self._decide(state, state.round, again)
             else:
@@ -762,7 +758,7 @@ class FsrLoop:
         try:
             plan = parse_plan(edit.plan_json)
         except FormatError as exc:
-            return self._record(Judgement(label, "format_error", headline(str(exc)), detail=str(exc)), "parsed", key)
+            return self._record(Judgement(label, "format_error", headline(str(exc)), detail=str(exc)), "parse", key)
         explanation = f"edited from {edit.based_on}" if edit.based_on else ""
         cand = Candidate(label, edit.source, plan, explanation, "user", based_on=edit.based_on)
         j = await self._judge_candidate(cand, key)
@@ -771,5 +767,5 @@ class FsrLoop:
         timing = await self._time_against_best(state, [(self._compiled[label], j)])
         for t in timing.judgements:
             if t.label == label:
-                j = self._record(t, "profiled", key)
+                j = self._record(t, "profile", key)
         return j

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -149,7 +150,9 @@ def resume_server(record: SessionRecord, model: str, options: SessionOptions) ->
     return given["host"], given["base_url"]
 
 
-def make_provider_factory(store: SessionStore, host: str | None, base_url: str | None):
+def make_provider_factory(
+    store: SessionStore, host: str | None, base_url: str | None
+) -> Callable[[str, str | None], ModelProvider]:
     """Providers for the session's model and for a model changed mid-session; a change may also
     name another server (`server`: the ollama host or the OpenAI base URL, by the spec's kind)."""
 
@@ -223,7 +226,7 @@ async def open_session(
         model = options.model
     loop_settings.validate()
     factory = make_provider_factory(store, host, base_url)
-    provider = factory(model)
+    provider = factory(model, None)
     if options.resume is None:
         # A new session is recorded only for a model that can answer (engine/llm/preflight.py).
         try:

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from cuda_llm.engine.gpu.driver import DeviceBuffer, allocated_bytes
+from cuda_llm.engine.gpu.harness import Harness
+from cuda_llm.engine.task.model import SizeCase, Task
 
 Key = tuple[str, str, int, bool]  # (task fingerprint, case label, seed, with the expected values)
 
@@ -121,7 +123,7 @@ class DeviceCases:
     def held_bytes(self) -> int:
         return sum(c.nbytes for c in self._kept.values())
 
-    def get(self, key: Key, make: Callable[[], MadeCase], harness, timeout_s: float) -> DeviceCase:
+    def get(self, key: Key, make: Callable[[], MadeCase], harness: Harness, timeout_s: float) -> DeviceCase:
         """The case of `key`, its inputs checked unchanged: the kept one, or made now (kept if it fits).
         Give it back with release() after its use."""
         kept = self._kept.get(key)
@@ -178,20 +180,20 @@ class DeviceCases:
 class CaseMaker(Protocol):
     """Makes an imported task's case on the device (engine/gpu/eager.py's EagerProgram)."""
 
-    def make_case(self, task, case, seed: int, with_expected: bool = True) -> MadeCase: ...
+    def make_case(self, task: Task, case: SizeCase, seed: int, with_expected: bool = True) -> MadeCase: ...
 
 
 class TaskCases:
     """One task's cases on the device, as validate() and the profiler ask for them."""
 
-    def __init__(self, cases: DeviceCases, maker: CaseMaker, task, harness, timeout_s: float) -> None:
+    def __init__(self, cases: DeviceCases, maker: CaseMaker, task: Task, harness: Harness, timeout_s: float) -> None:
         self.cases = cases
         self.maker = maker
         self.task = task
         self.harness = harness
         self.timeout_s = timeout_s
 
-    def get(self, case, seed: int, with_expected: bool = True) -> DeviceCase:
+    def get(self, case: SizeCase, seed: int, with_expected: bool = True) -> DeviceCase:
         key = (self.task.fingerprint, case.label, seed, with_expected)
         return self.cases.get(
             key, lambda: self.maker.make_case(self.task, case, seed, with_expected), self.harness, self.timeout_s

@@ -19,7 +19,7 @@ from cuda_llm.engine.gpu.compare import OutputComparison
 from cuda_llm.engine.gpu.device_cases import Sealable
 from cuda_llm.engine.gpu.driver import Context, DeviceBuffer, is_fatal
 from cuda_llm.engine.gpu.expected_vault import ExpectedVault
-from cuda_llm.engine.gpu.harness import Harness
+from cuda_llm.engine.gpu.harness import DeviceComparison, Harness
 from cuda_llm.engine.task.model import BufferSpec, Tolerance
 
 
@@ -108,7 +108,7 @@ def _compare_sealed(
     return _judged(spec, expected.count, result)
 
 
-def _judged(spec: BufferSpec, count: int, result) -> tuple[int, OutputComparison | None]:
+def _judged(spec: BufferSpec, count: int, result: DeviceComparison) -> tuple[int, OutputComparison | None]:
     if result.wrong:
         return result.wrong, None
     return 0, OutputComparison(

@@ -18,6 +18,10 @@ from cuda.bindings import driver as cu
 from cuda_llm.engine.gpu.arena import DeviceArena
 from cuda_llm.engine.task.dtypes import SCALAR_TYPES
 
+# A loaded module's handle (cuda-bindings' CUmodule): the bindings carry no type information, so the
+# name says what the value is where a signature passes one on.
+CuModule = Any
+
 # After these the CUDA context is unusable for the rest of the process (measured: even a primary
 # context reset does not recover it), so the worker reports the fault and exits.
 STICKY_ERRORS = frozenset(
@@ -269,10 +273,10 @@ class Context:
             check(cu.cuMemsetD8Async(ptr, 0, nbytes, self.stream), "cuMemsetD8")
 
     # ---- modules and launches --------------------------------------------------------------
-    def load_module(self, cubin: bytes) -> Any:
+    def load_module(self, cubin: bytes) -> CuModule:
         return check(cu.cuModuleLoadData(cubin), "cuModuleLoadData")
 
-    def unload_module(self, module: Any) -> None:
+    def unload_module(self, module: CuModule) -> None:
         check(cu.cuModuleUnload(module), "cuModuleUnload")
 
     def module_global(self, module: Any, name: str) -> tuple[int, int] | None:

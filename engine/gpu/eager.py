@@ -27,6 +27,7 @@ from cuda_llm.engine.torchtask.runtime import bits_view
 if TYPE_CHECKING:
     from cuda_llm.engine.gpu.device_cases import MadeCase
     from cuda_llm.engine.gpu.driver import Context, DeviceBuffer
+    from cuda_llm.engine.gpu.validate import Binder
 
 EAGER_NAME = "PyTorch eager"
 # The label the worker gives eager's timing: it stands in for the baseline.
@@ -268,6 +269,6 @@ class EagerProgram:
 
         return MadeCase(inputs, outputs, rms, done)
 
-    def binder(self, task: Task):
+    def binder(self, task: Task) -> Binder:
         """For validation: bind(case, device buffers) with the result written to the outputs."""
         return lambda case, device: self.bind(task, case, device, write_outputs=True)

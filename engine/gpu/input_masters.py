@@ -20,6 +20,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from cuda_llm.engine.gpu.driver import Context, DeviceBuffer, allocated_bytes
+from cuda_llm.engine.gpu.harness import Harness
 
 Key = tuple[str, str, int]  # (task fingerprint, case label, seed)
 
@@ -46,7 +47,7 @@ class InputMasters:
         return 2 * sum(allocated_bytes(a.nbytes) for a in inputs.values())
 
     def get(
-        self, key: Key, inputs: Mapping[str, np.ndarray], harness, timeout_s: float
+        self, key: Key, inputs: Mapping[str, np.ndarray], harness: Harness, timeout_s: float
     ) -> dict[str, DeviceBuffer] | None:
         """The inputs of `key` on the device, checked unchanged; None when they cannot be kept within
         the budget (the caller uploads them itself). The buffers are only to be read."""

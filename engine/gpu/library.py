@@ -26,6 +26,7 @@ import importlib.util
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cuda_llm.engine.task.model import Task
@@ -49,7 +50,7 @@ def cupy_missing() -> str | None:
     return None
 
 
-def library_file(task: Task):
+def library_file(task: Task) -> Path:
     return task.folder / "library.py"
 
 

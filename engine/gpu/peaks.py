@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 
@@ -52,7 +54,7 @@ PROBE_WARMUP_RUNS = 3
 PROBE_DELAY_US = 50.0
 
 
-def _cache_file():
+def _cache_file() -> Path:
     return user_cache_dir() / "peaks.json"
 
 
@@ -85,7 +87,7 @@ def store(info: DeviceInfo, peaks: Peaks) -> None:
     update_atomically(_cache_file(), with_ours)
 
 
-def _median_ms(ctx: Context, harness: Harness, run, samples: int, timeout_s: float) -> float:
+def _median_ms(ctx: Context, harness: Harness, run: Callable[[], object], samples: int, timeout_s: float) -> float:
     """The median of `samples` runs, each timed the way the profiler times a candidate: L2 flushed,
     the launch queued behind a delay kernel, CUDA events around it."""
     ev0, ev1 = ctx.event(), ctx.event()

@@ -19,8 +19,9 @@ from cuda_llm.engine.gpu.compare import HALF_POISON, INT_POISON, Mismatch, Outpu
 from cuda_llm.engine.gpu.device_cases import DeviceCase, TaskCases
 from cuda_llm.engine.gpu.device_compare import compare_on_device
 from cuda_llm.engine.gpu.device_state import DeviceState, reset_for_run
-from cuda_llm.engine.gpu.driver import Context, DeviceBuffer, allocated_bytes, is_fatal
+from cuda_llm.engine.gpu.driver import Context, CuModule, DeviceBuffer, allocated_bytes, is_fatal
 from cuda_llm.engine.gpu.expected_vault import ExpectedVault
+from cuda_llm.engine.gpu.harness import Harness
 from cuda_llm.engine.gpu.input_masters import InputMasters
 from cuda_llm.engine.gpu.phases import PhaseClock
 from cuda_llm.engine.gpu.protocol import CaseReport, DeviceInfo, LaunchResources, ValidationReport
@@ -28,6 +29,7 @@ from cuda_llm.engine.gpu.reference_cache import ReferenceCache, ReferenceCase
 from cuda_llm.engine.gpu.runner import ModuleFunctions, prepare
 from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import BufferSpec, SizeCase, Task
+from cuda_llm.engine.task.plan import BoundPlan
 from cuda_llm.engine.task.reference import case_seed
 
 # Binds a program that is not a launch plan (PyTorch eager, engine/gpu/eager.py) to one
@@ -124,10 +126,10 @@ class BufferSet:
 def run_case(
     ctx: Context,
     info: DeviceInfo,
-    harness,
+    harness: Harness,
     funcs: ModuleFunctions | None,  # None for a program a binder runs (no module of its own)
     task: Task,
-    plan,
+    plan: BoundPlan,
     case: SizeCase,
     ref: ReferenceCase | DeviceCase,
     label: str,
@@ -341,11 +343,11 @@ def case_order(task: Task) -> list[SizeCase]:
 def validate(
     ctx: Context,
     info: DeviceInfo,
-    harness,
+    harness: Harness,
     refs: ReferenceCache,
     task: Task,
-    module,
-    plan,
+    module: CuModule,
+    plan: BoundPlan,
     settings: ValidationSettings,
     binder: Binder | None = None,
     inputs: InputMasters | None = None,

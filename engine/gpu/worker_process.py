@@ -19,9 +19,19 @@ import os
 import sys
 import time
 import traceback
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from cuda_llm.engine.gpu.wire import read_message, write_message
+
+if TYPE_CHECKING:  # the worker imports the rest where it is used: it starts before CUDA is loaded
+    from cuda_llm.engine.gpu.protocol import (
+        Fault,
+        PeaksRequest,
+        ProfileRequest,
+        Response,
+        TorchCompileRequest,
+        ValidateRequest,
+    )
 
 
 class WorkerState:
@@ -222,7 +232,7 @@ def _printf_bytes() -> int:
         return 0
 
 
-def _fault_response(exc: BaseException, case: str | None):
+def _fault_response(exc: BaseException, case: str | None) -> tuple[Fault, bool]:
     """Map an exception raised while running a candidate to (Fault, fatal)."""
     from cuda_llm.engine.gpu.driver import CudaError, KernelTimeout
     from cuda_llm.engine.gpu.protocol import Fault
@@ -272,7 +282,20 @@ def _context_healthy(state: WorkerState) -> bool:
         return False
 
 
-def handle_validate(state: WorkerState, req: Any):
+def _handle(state: WorkerState, req: ValidateRequest | ProfileRequest | PeaksRequest | TorchCompileRequest) -> Response:
+    """The request's handler, chosen by its type."""
+    from cuda_llm.engine.gpu import protocol as P
+
+    if isinstance(req, P.ValidateRequest):
+        return handle_validate(state, req)
+    if isinstance(req, P.ProfileRequest):
+        return handle_profile(state, req)
+    if isinstance(req, P.PeaksRequest):
+        return handle_peaks(state, req)
+    return handle_torch_compile(state, req)
+
+
+def handle_validate(state: WorkerState, req: ValidateRequest) -> Response:
     from cuda_llm.engine.compile.cubin import CubinError, module_memory
     from cuda_llm.engine.contract.limits import check_every_size, device_limits
     from cuda_llm.engine.gpu.device_state import DeviceState
@@ -339,7 +362,7 @@ def handle_validate(state: WorkerState, req: Any):
     return Response(ok=True, result=report, fatal=fatal)
 
 
-def handle_profile(state: WorkerState, req: Any):
+def handle_profile(state: WorkerState, req: ProfileRequest) -> Response:
     from cuda_llm.engine.gpu.device_state import DeviceState
     from cuda_llm.engine.gpu.driver import CudaError, KernelTimeout
     from cuda_llm.engine.gpu.eager import is_eager_baseline
@@ -383,7 +406,7 @@ def handle_profile(state: WorkerState, req: Any):
                 state.ctx.unload_module(module)
 
 
-def handle_torch_compile(state: WorkerState, req: Any):
+def handle_torch_compile(state: WorkerState, req: TorchCompileRequest) -> Response:
     """Compile an imported task's module with torch.compile (engine/gpu/torch_compile.py) and keep it
     for this worker's later profiles: answered with None when ready, else why there is none."""
     from cuda_llm.engine.gpu.protocol import Response
@@ -403,7 +426,7 @@ def handle_torch_compile(state: WorkerState, req: Any):
     return Response(ok=True, result=compile_for(program, task, state.refs, state.task_cases(task), state.harness))
 
 
-def handle_peaks(state: WorkerState, req: Any):
+def handle_peaks(state: WorkerState, req: PeaksRequest) -> Response:
     from cuda_llm.engine.gpu import peaks
     from cuda_llm.engine.gpu.protocol import Response
 
@@ -427,12 +450,6 @@ def serve(proto_in: IO[bytes], proto_out: IO[bytes]) -> int:
         traceback.print_exc()
         return 2
     write_message(proto_out, P.Response(ok=True, result=state.info))
-    handlers = {
-        P.ValidateRequest: handle_validate,
-        P.ProfileRequest: handle_profile,
-        P.PeaksRequest: handle_peaks,
-        P.TorchCompileRequest: handle_torch_compile,
-    }
     while True:
         try:
             req = read_message(proto_in)
@@ -441,12 +458,11 @@ def serve(proto_in: IO[bytes], proto_out: IO[bytes]) -> int:
         if isinstance(req, P.ShutdownRequest):
             write_message(proto_out, P.Response(ok=True))
             return 0
-        handler = handlers.get(type(req))
-        if handler is None:
+        if not isinstance(req, P.ValidateRequest | P.ProfileRequest | P.PeaksRequest | P.TorchCompileRequest):
             write_message(proto_out, P.Response(ok=False, error=f"unknown request {type(req).__name__}"))
             continue
         try:
-            response = handler(state, req)
+            response = _handle(state, req)
         except Exception as exc:
             traceback.print_exc()
             # A worker-side failure that is not the candidate's: report it and stay up unless the

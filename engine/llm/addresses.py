@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from cuda_llm.engine.core.errors import UserError
 
@@ -22,7 +22,7 @@ OLLAMA_ENV = "OLLAMA_HOST"
 OPENAI_ENV = "OPENAI_BASE_URL"
 
 
-def _port(parts, raw: str, where: str, default: int) -> int:
+def _port(parts: SplitResult, raw: str, where: str, default: int) -> int:
     try:
         port = parts.port
     except ValueError:

@@ -182,7 +182,9 @@ def _size_case(
     return SizeCase(text, tuple(values), seeds, timing)
 
 
-def _sizes(r: _Reader, scalars: tuple[ScalarSpec, ...], settings: ValidationSettings):
+def _sizes(
+    r: _Reader, scalars: tuple[ScalarSpec, ...], settings: ValidationSettings
+) -> tuple[SizeCase, tuple[SizeCase, ...]]:
     table = r.get(r.data, "sizes", dict, "sizes")
     names = [s.name for s in scalars if s.is_size]
     timing = _size_case(
@@ -246,7 +248,7 @@ def _pytorch(r: _Reader, folder: Path, buffers: tuple[BufferSpec, ...], scalars:
     unknown = set(t) - {"module", "inputs", "outputs", "parameters", "fixed", "returns_tuple", "tuples"}
     if unknown:
         raise r.fail("pytorch", f"unknown key(s) {sorted(unknown)}")
-    module = r.get(t, "module", str, "pytorch.module")
+    module: str = r.get(t, "module", str, "pytorch.module")
     if not _inside(r, folder, module, "pytorch.module").is_file():
         raise r.fail("pytorch.module", f"{folder / module} is missing")
     roles = {b.name: b.role for b in buffers}

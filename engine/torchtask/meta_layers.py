@@ -77,6 +77,6 @@ def shapes_only(model: Any) -> None:
         if isinstance(m, nn.RNNBase):
             m.forward = types.MethodType(_recurrent_shape, m)
         elif isinstance(m, nn.modules.batchnorm._BatchNorm) and not isinstance(m, nn.SyncBatchNorm):
-            m.forward = types.MethodType(_batch_norm_shape, m)  # type: ignore[method-assign]
+            m.forward = types.MethodType(_batch_norm_shape, m)  # type: ignore[method-assign]  # a probe's own model
         elif isinstance(m, nn.Hardtanh):  # ReLU6 too: an in-place clamp decomposes into several ops
-            m.forward = types.MethodType(_elementwise_shape, m)  # type: ignore[method-assign]
+            m.forward = types.MethodType(_elementwise_shape, m)  # type: ignore[method-assign]  # a probe's own model

@@ -106,10 +106,10 @@ async def test_a_node_lost_mid_round_loses_and_duplicates_nothing(tmp_path, llm_
         cluster.shutdown()
     assert result.status == "finished", result.reason
     assert pool.requeued >= 1, "the lost node held a validation, and it ran again elsewhere"
-    validated = Counter(e.judgement.label for e in recorder.of(ev.CandidateJudged) if e.stage == "validated")
+    validated = Counter(e.judgement.label for e in recorder.of(ev.CandidateJudged) if e.stage == "validate")
     assert validated == Counter(LABELS), "every candidate judged exactly once"
     profiled = [
-        e.judgement for e in recorder.of(ev.CandidateJudged) if e.stage == "profiled" and e.judgement.label in LABELS
+        e.judgement for e in recorder.of(ev.CandidateJudged) if e.stage == "profile" and e.judgement.label in LABELS
     ]
     assert sorted(j.label for j in profiled) == LABELS and all(j.status == "correct" for j in profiled)
     assert victim.node_id not in {j.ran_on.node_id for j in profiled}, "nothing timed on the lost node"
@@ -123,7 +123,7 @@ async def test_a_node_lost_mid_round_loses_and_duplicates_nothing(tmp_path, llm_
     checked = [
         i
         for i, e in enumerate(recorder.events)
-        if isinstance(e, ev.CandidateJudged) and e.stage == "validated" and e.judgement.label in LABELS
+        if isinstance(e, ev.CandidateJudged) and e.stage == "validate" and e.judgement.label in LABELS
     ]
     # The lost validation runs again elsewhere, so the round's last validation comes after the loss.
     assert said[0] < checked[-1], "the loss is said when it happens, not at the round's timing"
@@ -205,7 +205,7 @@ async def test_a_cluster_that_goes_away_pauses_the_session_and_it_resumes(tmp_pa
     assert again.status == "finished", again.reason
     asked = len(llm_server.chat_requests) - served
     assert asked == len(set(LABELS) - replied), "only the replies not recorded before the pause are asked for"
-    judged_now = Counter(e.judgement.label for e in rec.of(ev.CandidateJudged) if e.stage == "validated")
+    judged_now = Counter(e.judgement.label for e in rec.of(ev.CandidateJudged) if e.stage == "validate")
     assert all(judged_now[label] == 1 for label in LABELS)
     rows = judged_rows(tmp_path / "sessions.db")
     assert [r[0] for r in rows] == LABELS and all(r[1] == "correct" for r in rows)

@@ -43,8 +43,8 @@ async def test_a_round_of_8_is_judged_across_the_nodes(tmp_path, llm_server, ray
         options(tmp_path, "ollama:loop-model", candidates=8, rounds=1), host=llm_server.url, environment=env
     )
     assert result.status == "finished", result.reason
-    validated = {e.judgement.label: e.judgement for e in rec.of(ev.CandidateJudged) if e.stage == "validated"}
-    profiled = {e.judgement.label: e.judgement for e in rec.of(ev.CandidateJudged) if e.stage == "profiled"}
+    validated = {e.judgement.label: e.judgement for e in rec.of(ev.CandidateJudged) if e.stage == "validate"}
+    profiled = {e.judgement.label: e.judgement for e in rec.of(ev.CandidateJudged) if e.stage == "profile"}
     labels = {f"r1-{i}" for i in range(1, 9)}
     assert labels <= set(validated) and labels <= set(profiled)
     assert all(validated[label].status == "correct" for label in labels)

@@ -41,7 +41,9 @@ async def session(tmp_path, llm_server, candidates: int, rounds: int, repairs: i
 
 
 def stages(rec) -> Counter[tuple[str, str]]:
-    return Counter((e.stage, e.judgement.label) for e in rec.of(ev.CandidateJudged))
+    """(stage, label) of each verdict, and ("sent", label) for each candidate sent to the GPU."""
+    sent = Counter(("sent", e.label) for e in rec.of(ev.ValidationStarted))
+    return sent + Counter((e.stage, e.judgement.label) for e in rec.of(ev.CandidateJudged))
 
 
 def judged(rec, label: str):
@@ -51,7 +53,8 @@ def judged(rec, label: str):
 def first_and_repeat(rec, labels: tuple[str, str]) -> tuple[str, str]:
     """Which of two slots with the same kernel was judged (its reply may arrive second on a busy
     machine), and which repeated it."""
-    compiled = [label for label in labels if stages(rec)[("compiled", label)]]
+    seen = stages(rec)  # compiled (a compile error's verdict, or sent to the GPU): judged, not a repeat
+    compiled = [label for label in labels if seen[("compile", label)] or seen[("sent", label)]]
     assert len(compiled) == 1, stages(rec)
     return compiled[0], next(label for label in labels if label != compiled[0])
 
@@ -61,14 +64,14 @@ async def test_two_slots_that_write_the_same_kernel_are_judged_and_timed_once(tm
     rec, prompts = await session(tmp_path, llm_server, candidates=2, rounds=2)
     seen = stages(rec)
     first, again = first_and_repeat(rec, ("r1-1", "r1-2"))
-    assert seen[("compiled", first)] == 1 and seen[("profiled", first)] == 1
-    assert seen[("profiled", again)] == 0, seen
+    assert seen[("sent", first)] == 1 and seen[("profile", first)] == 1
+    assert seen[("profile", again)] == 0, seen
     repeat = judged(rec, again)
     assert repeat.status == "correct" and repeat.timing is None and repeat.repeat_of == first
     assert repeat.message == f"the same kernel and launch plan as {first}, not judged again (correct)"
     assert repeat.candidate is not None and repeat.candidate.label == again
     # Round 2's two replies are the round-1 kernel again, the best by then: neither is judged.
-    assert all(seen[(stage, label)] == 0 for stage in ("compiled", "profiled") for label in ("r2-1", "r2-2"))
+    assert all(seen[(stage, label)] == 0 for stage in ("sent", "profile") for label in ("r2-1", "r2-2"))
     assert "round 1: 2 of 2 candidates correct" in prompts[2]
     assert f"{again} repeated {first}, not judged again" in prompts[2]
     assert "repeated" not in prompts[0]
@@ -78,7 +81,7 @@ async def test_the_baseline_written_back_is_a_repeat_of_the_baseline(tmp_path, l
     llm_server.default = chunked(BASELINE_REPLY)
     rec, prompts = await session(tmp_path, llm_server, candidates=1, rounds=2)
     seen = stages(rec)
-    assert not [key for key in seen if key[1] != "baseline" and key[0] in ("compiled", "profiled")], seen
+    assert not [key for key in seen if key[1] != "baseline" and key[0] in ("sent", "profile")], seen
     assert judged(rec, "r1-1").message == "the same kernel and launch plan as the baseline, not judged again (correct)"
     assert "r1-1 repeated the baseline, not judged again" in prompts[1]
 
@@ -107,7 +110,7 @@ async def test_a_crash_is_judged_again(tmp_path, llm_server):
     rec, _prompts = await session(tmp_path, llm_server, candidates=2, rounds=1)
     assert judged(rec, "r1-1").status == judged(rec, "r1-2").status == "crashed"
     assert "not judged again" not in judged(rec, "r1-2").message
-    assert rec.of(ev.CandidateJudged) and stages(rec)[("compiled", "r1-2")] == 1
+    assert rec.of(ev.CandidateJudged) and stages(rec)[("sent", "r1-2")] == 1
 
 
 async def test_a_verdict_changed_by_timing_is_what_its_repeats_take(tmp_path, llm_server):
@@ -133,7 +136,7 @@ async def test_a_resumed_round_does_not_time_a_repeat_judged_before_the_stop(tmp
 
     def stop_once_two_are_judged(event: ev.Event) -> None:
         recorder(event)
-        validated = [e for e in recorder.of(ev.CandidateJudged) if e.stage == "validated"]
+        validated = [e for e in recorder.of(ev.CandidateJudged) if e.stage == "validate"]
         if isinstance(event, ev.CandidateJudged) and len(validated) == 2:
             control.stop()
 
@@ -160,6 +163,6 @@ async def test_a_resumed_round_does_not_time_a_repeat_judged_before_the_stop(tmp
         environment=fake_environment(FakeGpu()),
     )
     assert resumed.status == "finished", resumed.reason
-    profiled = {e.judgement.label for e in rec.of(ev.CandidateJudged) if e.stage == "profiled"} - {"baseline"}
+    profiled = {e.judgement.label for e in rec.of(ev.CandidateJudged) if e.stage == "profile"} - {"baseline"}
     assert len(profiled) == 2 and repeats[0] not in profiled, profiled
-    assert not [e for e in rec.of(ev.CandidateJudged) if e.stage == "compiled" and e.judgement.label == repeats[0]]
+    assert not [e for e in rec.of(ev.ValidationStarted) if e.label == repeats[0]]

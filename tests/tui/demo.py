@@ -151,7 +151,7 @@ def demo_events() -> list[ev.Event]:
 
     return [
         ev.SessionStarted(SID, "vector_add", "ollama:loop-model", "Fake H100 (sm_90)", LoopSettings(2, 3), at=0.0),
-        ev.CandidateJudged(SID, "profiled", baseline),
+        ev.CandidateJudged(SID, "profile", baseline),
         ev.LibraryTimed(SID, LibraryResult("CuPy elementwise add", _timing("library", 35.0))),
         ev.RoundStarted(SID, 1, 0, PROMPT, 2),
         ev.RequestStarted(SID, "r1-1", 1, 0, 0),
@@ -159,15 +159,15 @@ def demo_events() -> list[ev.Event]:
         ev.TokensStreamed(SID, "r1-1", "Vectorised loads.\n"),
         done("r1-1", "vadd4"),
         done("r1-2", "vadd_wrong"),
-        ev.CandidateJudged(SID, "compiled", compile_error),
-        ev.CandidateJudged(SID, "validated", wrong),
+        ev.CandidateJudged(SID, "compile", compile_error),
+        ev.CandidateJudged(SID, "validate", wrong),
         ev.RoundStarted(SID, 1, 1, PROMPT, 2),
         ev.RequestStarted(SID, "r1-fix1-1", 1, 1, 0),
         ev.RequestStarted(SID, "r1-fix1-2", 1, 1, 1),
         done("r1-fix1-1", "vadd_us40"),
         done("r1-fix1-2", "vadd_crash"),
-        ev.CandidateJudged(SID, "validated", crashed),
-        ev.CandidateJudged(SID, "profiled", fast),
+        ev.CandidateJudged(SID, "validate", crashed),
+        ev.CandidateJudged(SID, "profile", fast),
         ev.RoundProfiled(SID, 1, RoundTiming("Fake H100", base_t, (fast,)), "baseline", 100.0),
         ev.AwaitingDecision(SID, 1, fast, 100.0),
     ]

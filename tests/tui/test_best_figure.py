@@ -43,7 +43,7 @@ def test_a_resumed_best_shows_its_new_time_everywhere():
 def test_each_round_and_the_end_of_the_session_bring_the_best_up_to_date():
     view = SessionView()
     best = judged("r1-2", 128.1)
-    view.apply(ev.CandidateJudged("1", "validated", best))
+    view.apply(ev.CandidateJudged("1", "validate", best))
     view.apply(ev.BestImproved("1", 1, best, "baseline", 200.0))
     anchor = dataclasses.replace(best, timing=timing("r1-2", 127.4))
     view.apply(ev.RoundProfiled("1", 2, RoundTiming("gpu", None, (), anchor=anchor), "r1-2", 127.4))
@@ -57,6 +57,6 @@ def test_each_round_and_the_end_of_the_session_bring_the_best_up_to_date():
 def test_an_edit_is_compared_with_the_kernel_it_was_edited_from():
     view = SessionView()
     for j in (judged("r1-1", 140.0), judged("r1-2", 128.1)):
-        view.apply(ev.CandidateJudged("1", "validated", j))
-    view.apply(ev.CandidateJudged("1", "validated", judged("r1-edit1", 120.0, based_on="r1-1")))
+        view.apply(ev.CandidateJudged("1", "validate", j))
+    view.apply(ev.CandidateJudged("1", "validate", judged("r1-edit1", 120.0, based_on="r1-1")))
     assert view.parent_of("r1-edit1") == "r1-1"

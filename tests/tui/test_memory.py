@@ -76,7 +76,7 @@ async def test_following_a_long_session_folds_the_old_rounds(tmp_path, refused_u
             if r == 5:  # round 5 finds the best: its round stays open, so its ★ stays in sight
                 timing = Timing("r5-1", 40.0, 39.6, 40.4, 39.2, 50, 0, "events", 1, 1980.0)
                 best = Judgement("r5-1", "correct", "40 us", timing=timing)
-                screen.post_message(EngineEvent(ev.CandidateJudged("1", "validated", best)))
+                screen.post_message(EngineEvent(ev.CandidateJudged("1", "validate", best)))
                 screen.post_message(EngineEvent(ev.BestImproved("1", 5, best, "baseline", 100.0)))
         await pilot.pause()
         tree = screen.query_one("#candidates", Tree)

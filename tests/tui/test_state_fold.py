@@ -40,14 +40,14 @@ def test_a_restored_history_gives_the_view_the_live_events_gave():
         ev.RequestStarted("1", "r1-2", 1, 0, 1),
         ev.ReplyReceived("1", "r1-1", _completion("reply one")),
         ev.ReplyReceived("1", "r1-2", _completion("reply two")),
-        ev.CandidateJudged("1", "validated", fast),
-        ev.CandidateJudged("1", "validated", wrong),
+        ev.CandidateJudged("1", "validate", fast),
+        ev.CandidateJudged("1", "validate", wrong),
         ev.DecisionMade("1", "r1-1", "accepted"),
         ev.RoundFinished("1", 1, True, "r1-1", 40.0, 2.5, None, 10),
         ev.RoundStarted("1", 2, 0, prompt, 1),
         ev.RequestStarted("1", "r2-1", 2, 0, 0),
         ev.ReplyReceived("1", "r2-1", _completion("reply three")),
-        ev.CandidateJudged("1", "validated", second),
+        ev.CandidateJudged("1", "validate", second),
         ev.DecisionMade("1", "r2-1", "rejected", "keep fp32"),
         ev.RoundFinished("1", 2, False, "r1-1", 40.0, 2.5, None, 20),
     ):
@@ -101,7 +101,7 @@ def test_a_correct_repeat_is_judged_at_once_never_profiling():
         ev.RoundStarted("1", 2, 0, (Message("user", "faster"),), 2),
         ev.RequestStarted("1", "r2-2", 2, 0, 1),
         ev.ReplyReceived("1", "r2-2", _completion("the same kernel")),
-        ev.CandidateJudged("1", "validated", repeat),
+        ev.CandidateJudged("1", "validate", repeat),
     ):
         view.apply(event)
     c = view.candidates["r2-2"]
