@@ -111,21 +111,53 @@ SERIAL_GROUPS = {
     "tests/torchtask/test_fast_p.py": "torchtask-examples",
     "tests/torchtask/test_gpu_import.py": "torchtask-examples",
 }
+# Files of long single tests (whole sessions, PyTorch children: up to a minute each under load),
+# collected late, run before the others: the scheduler hands out the groups above first (the most
+# tests first), then single tests in collection order, and a long test handed out last keeps one
+# worker busy while the others have nothing left. (tests/cluster is collected early already.)
+SLOW_FIRST = (
+    "tests/torchtask/test_import_refusals.py",
+    "tests/test_cli_messages.py",
+    "tests/torchtask/",
+    "tests/fsr/test_loop.py",
+)
 _REPO = Path(__file__).resolve().parent.parent
+
+
+def _where(item: pytest.Item) -> str | None:
+    path = item.path.resolve()
+    if not path.is_relative_to(_REPO):  # a test file of a test's own pytest run
+        return None
+    return path.relative_to(_REPO).as_posix()
+
+
+def _rank(item: pytest.Item) -> int:
+    where = _where(item)
+    if where is None:
+        return len(SLOW_FIRST)
+    return next((n for n, prefix in enumerate(SLOW_FIRST) if where.startswith(prefix)), len(SLOW_FIRST))
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        path = item.path.resolve()
-        if not path.is_relative_to(_REPO):  # a test file of a test's own pytest run
+        where = _where(item)
+        if where is None:
             continue
-        where = path.relative_to(_REPO).as_posix()
         group = next((g for prefix, g in SERIAL_GROUPS.items() if where.startswith(prefix)), None)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    # A stable sort: each file's tests stay together and in their order (module fixtures built once).
+    items.sort(key=_rank)
 
 
+# `-n auto` without a GPU: one worker per core (pytest-xdist's own count, which
+# PYTEST_XDIST_AUTO_NUM_WORKERS overrides). More workers than cores take a larger share of a machine
+# that other work keeps busy: tests/fsr/test_loop.py and test_repeats.py on the 2-core machine under a
+# load average of 13-23 (others' work), alternated, took 169 and 109 s on two workers, 80 and 137 s on
+# four. Not the default: four workers run up to four Ray clusters at once (tests/cluster), and under
+# that load 3 of its 35 tests failed with actors not started in time, as some did on two workers
+# (docs/testing.md, "How long the suite takes").
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """`-n auto`: one worker per core, but none (a serial run) where a GPU is there: the GPU tests
     time kernels, and two workers sharing the device would time each other. With one GPU per worker

@@ -280,19 +280,38 @@ def test_eval_names_both_ceilings(tmp_path):
 # ---- export, eval of an export, replay ----------------------------------------------------------------
 
 
-@pytest.fixture
-def recorded_db(tmp_path, llm_server) -> Path:
-    """A compile-only session of vector_add with two rounds of one candidate, the first broken."""
+@pytest.fixture(scope="module")
+def _recorded_once(tmp_path_factory) -> Path:
+    """A compile-only session of vector_add with two rounds of one candidate, the first broken: run
+    once for the module (a whole session, seconds), copied for each test that uses it."""
     import asyncio
 
+    from llm_servers import LoopbackLLMServer
     from scripted import BROKEN_KERNEL
 
-    llm_server.script(chunked(reply(BROKEN_KERNEL)), chunked(reply()))
-    llm_server.default = chunked(reply())
-    asyncio.run(
-        run_session(options(tmp_path, "ollama:loop-model", candidates=1, rounds=2, repairs=1), host=llm_server.url)
-    )
-    return tmp_path / "sessions.db"
+    folder = tmp_path_factory.mktemp("recorded")
+    with LoopbackLLMServer() as server:
+        server.script(chunked(reply(BROKEN_KERNEL)), chunked(reply()))
+        server.default = chunked(reply())
+        asyncio.run(
+            run_session(options(folder, "ollama:loop-model", candidates=1, rounds=2, repairs=1), host=server.url)
+        )
+    return folder / "sessions.db"
+
+
+@pytest.fixture
+def recorded_db(tmp_path, _recorded_once) -> Path:
+    """This test's own copy of the recorded session (sqlite's backup: the WAL's pages included)."""
+    import sqlite3
+
+    copy = tmp_path / "sessions.db"
+    source, target = sqlite3.connect(_recorded_once), sqlite3.connect(copy)
+    try:
+        source.backup(target)
+    finally:
+        source.close()
+        target.close()
+    return copy
 
 
 def test_export_of_any_candidate_and_eval_of_the_export(tmp_path, capsys, recorded_db):

@@ -18,6 +18,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import SpawnContext
 from typing import Any
 
+from cuda_llm.engine.compile import header_macros
+from cuda_llm.engine.compile.header_macros import KnownMacros
 from cuda_llm.engine.compile.result import CompileResult, CompilerUnavailableError, failed_result
 from cuda_llm.engine.core.errors import describe
 from cuda_llm.engine.core.secrets import scrub_own_environment, secrets_hidden
@@ -49,9 +51,12 @@ def _limit_resources(settings: CompileSettings, parent_pid: int) -> None:
         os._exit(1)
 
 
-def prepare_child(settings: CompileSettings, parent_pid: int) -> dict[str, Any]:
+def prepare_child(
+    settings: CompileSettings, parent_pid: int, known_macros: KnownMacros | None = None
+) -> dict[str, Any]:
     """Everything a compiler process does before its first request: limits, NVRTC loaded and
-    warmed, then the process shut in (sandbox.py). Returns what `doctor` and the pool show."""
+    warmed, then the process shut in (sandbox.py). Returns what `doctor` and the pool show.
+    `known_macros`: the parent's analysis of the header macros, if it has one."""
     _limit_resources(settings, parent_pid)
     from cuda_llm.engine.compile import header_macros, headers, nvrtc, sandbox
 
@@ -59,8 +64,10 @@ def prepare_child(settings: CompileSettings, parent_pid: int) -> dict[str, Any]:
     # modules of the compile path imported): once confined, the process can open nothing else.
     info = nvrtc.warm_up()
     header_dirs = info.pop("header_dirs")
-    # The policy's scan of the headers' macros, while their real paths can still be read: every
-    # source is checked again in here (compile_in_process).
+    # The policy's analysis of the headers' macros, while their real paths can still be read: every
+    # source is checked again in here (compile_in_process). The parent's, where it was made of the
+    # same folders (the scan is 1 s of CPU on an idle 2-core machine, 4 s under load, per process).
+    info["header_macros"] = "from the parent" if header_macros.adopt(known_macros) else "scanned"
     header_macros.current()
     # Compiled from beside the headers, by relative names: no host path in __FILE__ or the options.
     workdir, relative = headers.neutral_names(tuple(str(d) for d in header_dirs))
@@ -74,12 +81,14 @@ def prepare_child(settings: CompileSettings, parent_pid: int) -> dict[str, Any]:
     return info
 
 
-def child_main(conn: Connection, settings: CompileSettings, parent_pid: int) -> None:
+def child_main(
+    conn: Connection, settings: CompileSettings, parent_pid: int, known_macros: KnownMacros | None = None
+) -> None:
     """The child's whole life: prepare (prepare_child), then answer requests until told to stop."""
     # Spawned with the parent's environment (multiprocessing cannot choose one): its keys go first.
     scrub_own_environment()
     try:
-        info = prepare_child(settings, parent_pid)
+        info = prepare_child(settings, parent_pid, known_macros)
         from cuda_llm.engine.compile import nvrtc
     except BaseException as exc:  # anything that stops NVRTC loading is the parent's to report
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
@@ -119,7 +128,7 @@ class CompilerProcess:
         parent_end, child_end = ctx.Pipe(duplex=True)
         self.process = ctx.Process(
             target=child_main,
-            args=(child_end, settings, os.getpid()),
+            args=(child_end, settings, os.getpid(), header_macros.known()),
             name="cuda-llm-compiler",
             daemon=True,
         )

@@ -595,6 +595,37 @@ def compiler_folders() -> tuple[str, ...]:
 _current: HeaderMacros | None = None
 
 
+@dataclass(frozen=True)
+class KnownMacros:
+    """An analysis and the identity of the folders it was made of (_identity): what a process hands
+    the compiler children it starts, so that each need not scan the same 20 MB again."""
+
+    identity: tuple[tuple[str, int, int, int], ...]
+    macros: HeaderMacros
+
+
+def known() -> KnownMacros | None:
+    """This process's analysis of its compiler headers, if current() has made it."""
+    made = _current
+    if made is None or not made.folders:
+        return None
+    return KnownMacros(_identity(made.folders), made)
+
+
+def adopt(given: KnownMacros | None) -> bool:
+    """Take another process's analysis as this one's current() where it was made of these very
+    folders (path, device, inode, modification time: what the per-process cache keys on); else
+    nothing is taken and current() scans. A compiler child calls this before it is jailed
+    (compiler_process.prepare_child), with what its parent made: a few seconds less to start it."""
+    global _current
+    if given is None or _identity(compiler_folders()) != given.identity:
+        return False
+    with _lock:
+        if _current is None:
+            _current = given.macros
+    return _current is given.macros
+
+
 def current() -> HeaderMacros:
     """The analysis for this process's compiler headers, kept once made (the first call loads NVRTC
     and scans; concurrent first calls wait for it). A compiler child makes it before it is jailed

@@ -184,3 +184,42 @@ def test_compile_once_has_the_same_time_limit() -> None:
 def test_compile_once_refuses_before_starting() -> None:
     with pytest.raises(FormatError, match="NUL byte"):
         compile_once(kernels.TRIVIAL + "\0", "sm_90")
+
+
+async def _straight_to_the_child(pool: CompilerPool, source: str) -> str:
+    """What the one child of `pool` says of `source` sent past the parent's own check: the child's
+    check alone (its analysis of the header macros) stands between the source and NVRTC."""
+    (process,) = pool._processes
+    result = await asyncio.to_thread(process.compile, source, "sm_90", 30.0)
+    assert not result.ok, "the child compiled a header-macro attack"
+    return result.error or ""
+
+
+# Refused only by the analysis of the header macros (an empty one lets it through to NVRTC).
+MACRO_ATTACK = attack("header_macro_pragma")
+REFUSED = "rejected before compiling"
+
+
+@in_module_loop
+async def test_a_child_takes_the_parents_analysis_of_the_header_macros() -> None:
+    from cuda_llm.engine.compile import header_macros
+
+    header_macros.current()  # the engine checks a source before it starts a process: it has made it
+    async with CompilerPool(CompileSettings(), workers=1) as pool:
+        (process,) = pool._processes
+        assert process.info is not None and process.info["header_macros"] == "from the parent"
+        assert REFUSED in await _straight_to_the_child(pool, MACRO_ATTACK)
+
+
+@in_module_loop
+async def test_a_child_scans_for_itself_when_the_parents_analysis_is_of_other_folders(monkeypatch) -> None:
+    # An analysis that refuses nothing, said to be of a folder the child does not use: were it taken,
+    # the child's check would let the attack through to NVRTC.
+    from cuda_llm.engine.compile import header_macros
+
+    nothing_refused = header_macros.KnownMacros((("/no/such/headers", 1, 2, 3),), header_macros.NO_HEADERS)
+    monkeypatch.setattr(header_macros, "known", lambda: nothing_refused)
+    async with CompilerPool(CompileSettings(), workers=1) as pool:
+        (process,) = pool._processes
+        assert process.info is not None and process.info["header_macros"] == "scanned"
+        assert REFUSED in await _straight_to_the_child(pool, MACRO_ATTACK)
