@@ -75,7 +75,7 @@ def add_session_arguments(p: argparse.ArgumentParser) -> None:
         "--cluster",
         metavar="ADDRESS",
         help="judge on every GPU of a Ray cluster: ray://HOST:10001, or auto on one of its nodes "
-        '(needs "cuda-llm[cluster]")',
+        '(needs the cluster extra: pip install ".[cluster]")',
     )
     dev.add_argument(
         "--counters",
