@@ -23,6 +23,7 @@ from cuda_llm.app.cli.argtypes import (
     ollama_host,
     positive_float,
     positive_int,
+    session_id,
 )
 from cuda_llm.app.cli.output import error, print_json, say_on_stderr
 from cuda_llm.engine.core.settings import LOOP_KNOBS
@@ -311,7 +312,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run the FSR loop on a task (the TUI's run screen, or --headless)")
     p.add_argument("task", nargs="?", help="task name or folder")
     add_session_arguments(p)
-    p.add_argument("--resume", type=int, metavar="ID", help="continue a recorded session")
+    p.add_argument("--resume", type=session_id, metavar="ID", help="continue a recorded session")
     p.add_argument("--headless", action="store_true", help="no TUI: progress lines on stderr")
     add_torch_compile_flag(p)
     p.add_argument("--json", action="store_true", help="print the session report as JSON at the end")
