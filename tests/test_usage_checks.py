@@ -350,3 +350,34 @@ def test_a_plan_beside_the_baseline_word_is_refused_not_ignored(tmp_path, capsys
     code, out, err = cli(capsys, "eval", "vector_add", "baseline", "--plan", str(tmp_path), "--compile-only")
     assert code == 2 and out == ""
     assert "--plan goes with a kernel file" in one_line(err)
+
+
+def test_a_ctrl_c_while_the_session_closes_still_prints_how_it_ended(tmp_path, capsys, monkeypatch, llm_server):
+    # A second Ctrl-C a moment after the first lands once the session has returned, while it closes
+    # (found by pressing twice 0.1 s apart): it fell to Python's own handler ("interrupted", exit
+    # 130) and the lines that say how the session ended were lost. The press is made here inside
+    # close(): where no handler of ours takes it, it is what a real press would be there.
+    import signal
+
+    from scripted import chunked, reply
+
+    from cuda_llm.engine.fsr.session import Session
+
+    close = Session.close
+
+    async def close_under_a_press(self):
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            raise KeyboardInterrupt
+        os.kill(os.getpid(), signal.SIGINT)
+        await close(self)
+
+    monkeypatch.setattr(Session, "close", close_under_a_press)
+    llm_server.default = chunked(reply())
+    db = tmp_path / "s.db"
+    code, out, err = cli(
+        capsys,
+        *("run", "vector_add", "--model", "ollama:loop-model", "--host", llm_server.url, "-N", "1", "-D", "1"),
+        *("--headless", "--compile-only", "--db", str(db)),
+    )
+    assert "interrupted" not in err
+    assert code == 0 and "session 1: finished" in out, (out, err)
