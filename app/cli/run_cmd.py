@@ -30,7 +30,7 @@ from cuda_llm.engine.core.settings import LOOP_KNOBS
 
 if TYPE_CHECKING:
     from cuda_llm.engine.core.settings import LoopSettings
-    from cuda_llm.engine.fsr.session import SessionOptions
+    from cuda_llm.engine.fsr.session import SessionOptions, SessionResult
     from cuda_llm.engine.llm.base import ModelProvider
 
 # engine/core/settings.py's COUNTERS_MODES, spelled here so that --help imports no engine module.
@@ -195,7 +195,9 @@ async def run_headless(options: SessionOptions, as_json: bool) -> int:
         return _session_end(result, options, session.provider, as_json, interrupted)
 
 
-def _session_end(result, options, provider, as_json: bool, interrupted: bool) -> int:
+def _session_end(
+    result: SessionResult, options: SessionOptions, provider: ModelProvider, as_json: bool, interrupted: bool
+) -> int:
     """Print how a headless session ended; its exit code."""
     if as_json:
         from cuda_llm.app.cli.report import session_report
