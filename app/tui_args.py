@@ -38,9 +38,8 @@ def parse_tui(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     problem = argument_problem(args)
     if problem is None and args.config and not Path(args.config).is_file():
-        problem = (
-            f"--config {args.config}: no such file (without --config the TUI uses tui.toml in the user config folder)"
-        )
+        what = "a folder, not a file" if Path(args.config).is_dir() else "no such file"
+        problem = f"--config {args.config}: {what} (without --config the TUI uses tui.toml in the user config folder)"
     if problem is not None:
         parser.error(problem)
     return args

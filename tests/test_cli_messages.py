@@ -25,7 +25,7 @@ from cuda_llm.app.cli import eval_cmd
 from cuda_llm.app.cli.main import EXIT_BROKEN_PIPE, main
 from cuda_llm.app.cli.output import VERDICT_CHARS
 from cuda_llm.app.cli.yardstick import library_record
-from cuda_llm.engine.gpu.library import cupy_missing
+from cuda_llm.engine.gpu.library import INSTALL_HINT, cupy_missing
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = ROOT / "tasks" / "vector_add"
@@ -492,7 +492,7 @@ async def test_eval_without_the_library_extra_says_why_there_is_no_figure():
     j, lib = await _judged_on_the_fake_gpu(library_us=None)
     text = eval_cmd.render(j, "Fake H100 (sm_90)", lib)
     assert j.status == "correct" and "profile:  40.00 us" in text, "the rest as before"
-    assert 'library:  CuPy elementwise add: not timed: CuPy is not installed (pip install "cuda-llm[library]"' in text
+    assert f"library:  CuPy elementwise add: not timed: CuPy is not installed ({INSTALL_HINT}" in text
     j, lib = await _judged_on_the_fake_gpu(library_us=50, task="layernorm")
     assert "library:  none: task 'layernorm' has no vendor-library reference" in eval_cmd.render(j, "x", lib)
 

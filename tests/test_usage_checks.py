@@ -264,3 +264,120 @@ def test_the_resumed_line_names_the_server(tmp_path, capsys, llm_server):
     code, _, err = cli(capsys, "run", "--resume", "1", "-D", "2", *run)
     assert code == 0, err
     assert f"session 1 resumed: vector_add with ollama:loop-model at {llm_server.url}" in err
+
+
+# ---- a newcomer's further mistakes (the second pass of issue 47, docs/testing.md) -----------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "number"),
+    [
+        (["run", "--resume", "99999999999999999999999", "--headless"], "99999999999999999999999"),  # OverflowError
+        (["export", "0"], "0"),
+        (["replay", "-3"], "-3"),
+        (["sessions", "rm", "1", "abc"], "abc"),
+    ],
+)
+def test_a_session_number_out_of_range_is_a_usage_error(tmp_path, capsys, argv, number):
+    code, out, err = cli(capsys, *argv, "--db", str(tmp_path / "s.db"))
+    assert code == 2 and out == ""
+    assert f"{number!r} is not a session number" in one_line(err)
+
+
+def test_a_replay_spec_past_the_session_numbers_is_one_line(tmp_path, capsys):
+    db = tmp_path / "s.db"
+    code, _, err = cli(
+        capsys,
+        "run",
+        "vector_add",
+        "--model",
+        "replay:99999999999999999999",
+        "--headless",
+        "--compile-only",
+        "--db",
+        str(db),
+    )
+    assert code == 2 and "'99999999999999999999' is not a session number" in one_line(err)
+    assert not db.exists() or session_count(db) == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "argument"),
+    [
+        (["eval", "vector_add", ""], "file"),  # read as a path, '' was '.', "a folder"
+        (["eval", "", "baseline"], "task"),
+        (["export", "1", "--out", ""], "--out"),  # the export went into the current folder
+        (["tasks", "import", "m.py", "--name", ""], "--name"),  # the file's name was used instead
+        (["sessions", "--db", " "], "--db"),
+    ],
+)
+def test_an_empty_value_is_a_usage_error_naming_its_argument(capsys, argv, argument):
+    code, out, err = cli(capsys, *argv)
+    assert code == 2 and out == ""
+    assert f"argument {argument}: " in one_line(err) and "is empty: give a value" in err
+
+
+def test_a_file_where_the_task_folder_goes_names_the_option_given(tmp_path, capsys):
+    file = tmp_path / "notes.txt"
+    file.write_text("x", encoding="utf-8")
+    code, _, err = cli(capsys, "tasks", "new", "okname", "--dir", str(file))
+    assert code == 2 and one_line(err).endswith(f"{file} exists and is not a folder: choose another --dir")
+
+
+def test_a_folder_or_device_given_as_the_database_is_said_to_be_one(tmp_path, capsys):
+    code, _, err = cli(capsys, "sessions", "--db", str(tmp_path))
+    assert code == 2 and f"{tmp_path} is a folder, not a session database" in one_line(err)
+    assert "recorded there once one runs" not in err
+    code, _, err = cli(capsys, "sessions", "--db", os.devnull)
+    assert code == 2 and f"{os.devnull} is a device or special file, not a session database" in one_line(err)
+    # CUDA_LLM_HOME=/dev/null puts the database below a file: it can never be made there either.
+    code, _, err = cli(capsys, "sessions", "--db", f"{os.devnull}/data/s.db")
+    assert code == 2 and f"{os.devnull} is a file, not a folder (check --db, or CUDA_LLM_HOME)" in one_line(err)
+
+
+def test_a_folder_given_as_the_tui_config_is_said_to_be_one(tmp_path, capsys, monkeypatch):
+    from cuda_llm.app import main as tui_main
+    from cuda_llm.app.launcher import main as launcher
+
+    monkeypatch.setattr(tui_main, "terminal_missing", lambda: None)
+    with pytest.raises(SystemExit) as exit_:
+        launcher(["--config", str(tmp_path)])
+    assert exit_.value.code == 2
+    assert f"--config {tmp_path}: a folder, not a file" in one_line(capsys.readouterr().err)
+
+
+def test_a_plan_beside_the_baseline_word_is_refused_not_ignored(tmp_path, capsys):
+    code, out, err = cli(capsys, "eval", "vector_add", "baseline", "--plan", str(tmp_path), "--compile-only")
+    assert code == 2 and out == ""
+    assert "--plan goes with a kernel file" in one_line(err)
+
+
+def test_a_ctrl_c_while_the_session_closes_still_prints_how_it_ended(tmp_path, capsys, monkeypatch, llm_server):
+    # A second Ctrl-C a moment after the first lands once the session has returned, while it closes
+    # (found by pressing twice 0.1 s apart): it fell to Python's own handler ("interrupted", exit
+    # 130) and the lines that say how the session ended were lost. The press is made here inside
+    # close(): where no handler of ours takes it, it is what a real press would be there.
+    import signal
+
+    from scripted import chunked, reply
+
+    from cuda_llm.engine.fsr.session import Session
+
+    close = Session.close
+
+    async def close_under_a_press(self):
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            raise KeyboardInterrupt
+        os.kill(os.getpid(), signal.SIGINT)
+        await close(self)
+
+    monkeypatch.setattr(Session, "close", close_under_a_press)
+    llm_server.default = chunked(reply())
+    db = tmp_path / "s.db"
+    code, out, err = cli(
+        capsys,
+        *("run", "vector_add", "--model", "ollama:loop-model", "--host", llm_server.url, "-N", "1", "-D", "1"),
+        *("--headless", "--compile-only", "--db", str(db)),
+    )
+    assert "interrupted" not in err
+    assert code == 0 and "session 1: finished" in out, (out, err)

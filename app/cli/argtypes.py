@@ -160,6 +160,18 @@ def gpu_list(text: str) -> str:
     return ",".join(words)
 
 
+def session_id(text: str) -> int:
+    """A recorded session's number (`--resume`, `export`, `replay`, `sessions rm`), within what the
+    database can hold: a larger one was a traceback from the sqlite3 module."""
+    from cuda_llm.engine.core.errors import UserError
+    from cuda_llm.engine.store.session_ids import session_number
+
+    try:
+        return session_number(text)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def gpu_index(text: str) -> str:
     """eval's --gpu: one device number."""
     if not text.strip().isdigit():

@@ -258,6 +258,10 @@ async def _evaluate(args: argparse.Namespace) -> int:
     # Files first: a path mistake costs no compiler or GPU start. The word `baseline` (no such file)
     # judges the task's own baseline: PyTorch eager for a task imported from a module.
     own_baseline = args.file == BASELINE_WORD and not Path(args.file).exists()
+    if own_baseline and args.plan:
+        raise UserError(
+            f"--plan goes with a kernel file; `{BASELINE_WORD}` is judged with the task's own plan: drop --plan"
+        )
     try:
         source = None if own_baseline else _source(args)
     except NotTextError as exc:

@@ -82,13 +82,13 @@ def read_text(path: str | Path, what: str, max_bytes: int) -> str:
         raise NotTextError(f"{shown(path)} is not UTF-8 text") from None
 
 
-def output_folder(path: str | Path) -> Path:
-    """A folder to write into, made if needed."""
+def output_folder(path: str | Path, option: str = "--out") -> Path:
+    """A folder to write into, made if needed; `option` is what the person gave it with."""
     folder = Path(path)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise FileArgumentError(f"{folder} exists and is not a folder: choose another --out") from None
+        raise FileArgumentError(f"{folder} exists and is not a folder: choose another {option}") from None
     except OSError as exc:
         if exc.errno == errno.ENOTDIR:
             raise FileArgumentError(f"cannot make the folder {folder}: part of its path is a file") from None

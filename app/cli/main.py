@@ -50,6 +50,14 @@ class CliParser(argparse.ArgumentParser):
             sys.stderr.write(f"{self.prog}: {message}; `{self.prog} --help` shows the usage\n")
         raise SystemExit(2)
 
+    def _get_value(self, action: argparse.Action, arg_string: str) -> object:
+        # An empty word (`""`, `--dir ""`) is never meant: read as a path it is the current folder
+        # ("." is a folder...), as a name it silently means the default. (A command's parser checks
+        # its own words: the command list's action is handed them all.)
+        if not arg_string.strip() and not isinstance(action, argparse._SubParsersAction):
+            raise argparse.ArgumentError(action, f"{arg_string!r} is empty: give a value")
+        return super()._get_value(action, arg_string)
+
     def option_strings(self) -> list[str]:
         return [s for a in self._actions for s in a.option_strings]
 

@@ -23,13 +23,14 @@ from cuda_llm.app.cli.argtypes import (
     ollama_host,
     positive_float,
     positive_int,
+    session_id,
 )
 from cuda_llm.app.cli.output import error, print_json, say_on_stderr
 from cuda_llm.engine.core.settings import LOOP_KNOBS
 
 if TYPE_CHECKING:
     from cuda_llm.engine.core.settings import LoopSettings
-    from cuda_llm.engine.fsr.session import SessionOptions
+    from cuda_llm.engine.fsr.session import SessionOptions, SessionResult
     from cuda_llm.engine.llm.base import ModelProvider
 
 # engine/core/settings.py's COUNTERS_MODES, spelled here so that --help imports no engine module.
@@ -75,7 +76,7 @@ def add_session_arguments(p: argparse.ArgumentParser) -> None:
         "--cluster",
         metavar="ADDRESS",
         help="judge on every GPU of a Ray cluster: ray://HOST:10001, or auto on one of its nodes "
-        '(needs "cuda-llm[cluster]")',
+        '(needs the cluster extra: pip install ".[cluster]")',
     )
     dev.add_argument(
         "--counters",
@@ -172,22 +173,32 @@ async def run_headless(options: SessionOptions, as_json: bool) -> int:
 
     def quit_on_ctrl_c() -> None:
         # The second Ctrl-C: what is in flight (a compile, a timing) is abandoned, not waited for;
-        # the person is still told where the session stands and how to continue it.
+        # the person is still told where the session stands and how to continue it. Once the
+        # session has returned, only its close and its last lines are left: they are not cut short.
         nonlocal quit_at_once
         quit_at_once = True
         running.cancel()
 
-    try:
-        with ctrl_c_stops(stop_on_ctrl_c, quit_on_ctrl_c):
+    # The presses are taken until the last line is printed: a second Ctrl-C a moment after the first
+    # (the session ending meanwhile) fell to Python's own handler and lost the lines that continue it.
+    with ctrl_c_stops(stop_on_ctrl_c, quit_on_ctrl_c):
+        try:
             result = await running
-    except asyncio.CancelledError:
-        if not quit_at_once:
-            raise
-        print(f"session {session.id}: stopped at once (Ctrl-C twice); what was judged is recorded")
-        print(continue_line(session.id, options.db, session.provider, options.cluster))
-        return EXIT_INTERRUPTED
-    finally:
-        await session.close()
+        except asyncio.CancelledError:
+            if not quit_at_once:
+                raise
+            print(f"session {session.id}: stopped at once (Ctrl-C twice); what was judged is recorded")
+            print(continue_line(session.id, options.db, session.provider, options.cluster))
+            return EXIT_INTERRUPTED
+        finally:
+            await session.close()
+        return _session_end(result, options, session.provider, as_json, interrupted)
+
+
+def _session_end(
+    result: SessionResult, options: SessionOptions, provider: ModelProvider, as_json: bool, interrupted: bool
+) -> int:
+    """Print how a headless session ended; its exit code."""
     if as_json:
         from cuda_llm.app.cli.report import session_report
         from cuda_llm.engine.store.sessions import SessionStore
@@ -200,7 +211,7 @@ async def run_headless(options: SessionOptions, as_json: bool) -> int:
     else:
         print(f"session {result.session_id}: {result.status} ({result.reason})")
         if result.status == "paused" or (interrupted and result.status == "stopped"):
-            print(continue_line(result.session_id, options.db, session.provider, options.cluster))
+            print(continue_line(result.session_id, options.db, provider, options.cluster))
     if interrupted and result.status != "finished":
         return EXIT_INTERRUPTED  # as a shell reports a program Ctrl-C ended: a script sees it did not finish
     return {"finished": 0, "stopped": 0, "paused": EXIT_PAUSED}.get(result.status, 1)
@@ -311,7 +322,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run the FSR loop on a task (the TUI's run screen, or --headless)")
     p.add_argument("task", nargs="?", help="task name or folder")
     add_session_arguments(p)
-    p.add_argument("--resume", type=int, metavar="ID", help="continue a recorded session")
+    p.add_argument("--resume", type=session_id, metavar="ID", help="continue a recorded session")
     p.add_argument("--headless", action="store_true", help="no TUI: progress lines on stderr")
     add_torch_compile_flag(p)
     p.add_argument("--json", action="store_true", help="print the session report as JSON at the end")

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cuda_llm.app.cli.argtypes import age, positive_int
+from cuda_llm.app.cli.argtypes import age, positive_int, session_id
 from cuda_llm.app.cli.output import error, print_json, table
 
 if TYPE_CHECKING:
@@ -239,7 +239,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=list_sessions)
     ssub = p.add_subparsers(dest="sessions_command", metavar="[rm | prune]")
     rm = ssub.add_parser("rm", help="remove sessions and everything recorded for them")
-    rm.add_argument("ids", nargs="+", type=int, metavar="ID", help="the sessions (`cuda-llm sessions` lists them)")
+    rm.add_argument(
+        "ids", nargs="+", type=session_id, metavar="ID", help="the sessions (`cuda-llm sessions` lists them)"
+    )
     rm.add_argument("--db", help="sessions database (default: the user data folder)")
     rm.set_defaults(func=remove)
     pr = ssub.add_parser("prune", help="remove the sessions not written to for longer than an age")
@@ -249,7 +251,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     pr.set_defaults(func=prune)
 
     e = sub.add_parser("export", help="write a session's best kernel (.cu + plan.json) and its report")
-    e.add_argument("id", type=int, help="the session (`cuda-llm sessions` lists them)")
+    e.add_argument("id", type=session_id, help="the session (`cuda-llm sessions` lists them)")
     e.add_argument("--candidate", metavar="LABEL", help="export this candidate (e.g. r2-1) instead of the best")
     e.add_argument(
         "--out", help="folder to write (default: ./cuda-llm-session-ID); its files of an earlier export are replaced"
@@ -259,7 +261,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.set_defaults(func=export)
 
     r = sub.add_parser("replay", help="re-judge a recorded session's replies here (no model needed)")
-    r.add_argument("id", type=int)
+    r.add_argument("id", type=session_id)
     add_session_arguments(r)
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=replay)

@@ -132,7 +132,7 @@ def new_task(args: argparse.Namespace) -> int:
             "choose another name, or add --force to replace it"
         )
         return 2
-    root = output_folder(args.dir) if args.dir else user_tasks_dir()
+    root = output_folder(args.dir, "--dir") if args.dir else user_tasks_dir()
     try:
         folder = scaffold_task(args.name, root)
     except UserError as exc:
@@ -177,7 +177,7 @@ def import_tasks(args: argparse.Namespace) -> int:
     if missing:
         error(missing)
         return 2
-    root = output_folder(args.dir) if args.dir else user_tasks_dir()
+    root = output_folder(args.dir, "--dir") if args.dir else user_tasks_dir()
     memory = int(args.gpu_memory * 2**30) if args.gpu_memory else None
     failed = 0
     for f in files:

@@ -1056,7 +1056,7 @@ class RunScreen(Screen[None]):
         from cuda_llm.app.cli.sessions_cmd import export_files, write_export
 
         try:
-            out = output_folder(folder)
+            out = output_folder(folder, "folder")
             files, _ = export_files(self.request.options.db, session_id, label, out)
             replaced = write_export(out, files)
         except Exception as exc:  # a folder that cannot be made, a candidate not recorded yet

@@ -3,7 +3,7 @@
 One long-lived Ray actor per GPU wraps today's GPU worker process (engine/gpu/client.py), so a
 sticky CUDA error or a hung kernel still kills and restarts only that process. Task folders travel
 through Ray's object store, compiled cubins with each request; nothing relies on a shared
-filesystem. Ray is an optional extra (`pip install "cuda-llm[cluster]"`): nothing outside this
+filesystem. Ray is an optional extra (`pip install ".[cluster]"` in the checkout): nothing outside this
 package imports it, and this package is imported only when a cluster is asked for.
 
     connection.py   connecting to the cluster; what it offers (nodes, GPUs)
@@ -22,6 +22,8 @@ from __future__ import annotations
 import importlib.util
 import os
 
+from cuda_llm.engine.core.extras import install_hint
+
 # Ray starts a local instance by itself when a call finds no connection (ray.put, ray.kill, an actor
 # method's .remote()). After a cluster went away, that would quietly start Ray on this machine, and
 # the next session of this process would judge on it instead of refusing. Ray reads this variable
@@ -33,5 +35,5 @@ os.environ["RAY_ENABLE_AUTO_CONNECT"] = "0"
 def ray_missing() -> str | None:
     """None when Ray can be imported, else the one line that says how to get it (Ray is not imported)."""
     if importlib.util.find_spec("ray") is None:
-        return 'Ray is not installed: --cluster needs it (pip install "cuda-llm[cluster]")'
+        return f"Ray is not installed: --cluster needs it ({install_hint('cluster')})"
     return None

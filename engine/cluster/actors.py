@@ -56,7 +56,10 @@ class _OnNode:
         try:
             import cuda_llm
         except ImportError as exc:
-            self.problem = f"cuda-llm is not installed there ({exc}); install cuda-llm[cluster] {expected_version}"
+            self.problem = (
+                f"cuda-llm is not installed there ({exc}); install cuda-llm {expected_version} there "
+                'from its checkout, with the cluster extra (pip install ".[cluster]")'
+            )
             return
         version = getattr(cuda_llm, "__version__", "?")
         if version != expected_version:

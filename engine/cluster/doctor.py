@@ -6,6 +6,7 @@ from __future__ import annotations
 from importlib import metadata
 
 from cuda_llm.engine.cluster import ray_missing
+from cuda_llm.engine.core.extras import install_hint
 from cuda_llm.engine.core.settings import Settings
 
 # (name, status ok|warn|fail, detail): the rows doctor prints.
@@ -15,7 +16,7 @@ Row = tuple[str, str, str]
 def ray_row() -> Row:
     """Whether Ray is installed (found without importing it)."""
     if ray_missing():
-        return "ray", "ok", 'not installed (only --cluster needs it: pip install "cuda-llm[cluster]")'
+        return "ray", "ok", f"not installed (only --cluster needs it: {install_hint('cluster')})"
     try:
         version = metadata.version("ray")
     except metadata.PackageNotFoundError:

@@ -28,6 +28,7 @@ from cuda_llm.engine.judge.judgement import Judgement, LibraryResult
 from cuda_llm.engine.llm.base import ModelProvider
 from cuda_llm.engine.llm.preflight import check_model
 from cuda_llm.engine.llm.spec import parse_spec, provider_for, server_of
+from cuda_llm.engine.store.session_ids import session_number
 from cuda_llm.engine.store.sessions import SessionRecord, SessionStore
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.task.model import Task
@@ -168,11 +169,9 @@ def make_provider_factory(
 
 def _session_number(text: str) -> int:
     try:
-        return int(text)
-    except ValueError:
-        raise UserError(
-            f"replay needs a session number, e.g. replay:12 (got {text!r}); `cuda-llm sessions` lists them"
-        ) from None
+        return session_number(text)
+    except UserError as exc:
+        raise UserError(f"replay needs a session number, e.g. replay:12: {exc}") from None
 
 
 async def open_session(

@@ -29,12 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cuda_llm.engine.core.extras import install_hint
 from cuda_llm.engine.task.model import Task
 
 if TYPE_CHECKING:  # the engine reads library names without a CUDA driver; only the worker binds
     from cuda_llm.engine.gpu.driver import Context, DeviceBuffer
 
-INSTALL_HINT = 'pip install "cuda-llm[library]"'
+INSTALL_HINT = install_hint("library")
 # The label of the library's program in a profile (never a candidate's: labels there are r1-2...).
 LIBRARY_LABEL = "library"
 

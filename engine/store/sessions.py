@@ -248,6 +248,16 @@ class SessionStore:
             raise
 
     def _connect_read_only(self) -> sqlite3.Connection:
+        if self.path.exists() and not self.path.is_file():
+            # A folder or a device can never hold one: "recorded there once one runs" would be untrue.
+            what = "a folder" if self.path.is_dir() else "a device or special file"
+            raise StoreError(f"{self.path} is {what}, not a session database: give a database file with --db")
+        blocked = next((p for p in self.path.parents if p.exists() and not p.is_dir()), None)
+        if blocked is not None:
+            raise StoreError(
+                f"no session database can be at {self.path}: {blocked} is a file, not a folder "
+                "(check --db, or CUDA_LLM_HOME)"
+            )
         if not self.path.is_file():
             raise StoreError(
                 f"no session database at {self.path}: sessions are recorded there once one runs (or use --db)"

@@ -53,6 +53,12 @@ class DType:
 
 
 _BYTES = frozenset({"void", "char", "unsigned char", "signed char", "uint8_t", "int8_t"})
+# Pointer types any 2-byte float buffer may be declared as besides its own: its bits (16-bit
+# integers), the vector types that load several elements at once, and raw bytes.
+_TWO_BYTE_WORDS = (
+    frozenset({"unsigned short", "short", "uint16_t", "int16_t", "ushort2", "uint2", "uint4", "float4", "float2"})
+    | _BYTES
+)
 _WORD_POISON64 = (WORD_POISON << 32) | WORD_POISON
 
 DTYPES: dict[str, DType] = {
@@ -97,24 +103,7 @@ DTYPES: dict[str, DType] = {
             "__half",
             2,
             True,
-            frozenset(
-                {
-                    "__half",
-                    "half",
-                    "__half2",
-                    "half2",
-                    "unsigned short",
-                    "short",
-                    "uint16_t",
-                    "int16_t",
-                    "ushort2",
-                    "uint2",
-                    "uint4",
-                    "float4",
-                    "float2",
-                }
-            )
-            | _BYTES,
+            frozenset({"__half", "half", "__half2", "half2"}) | _TWO_BYTE_WORDS,
             torch="float16",
             poison=HALF_POISON,
             compare_bits="unsigned short",
@@ -135,24 +124,7 @@ DTYPES: dict[str, DType] = {
             "__nv_bfloat16",
             2,
             True,
-            frozenset(
-                {
-                    "__nv_bfloat16",
-                    "nv_bfloat16",
-                    "__nv_bfloat162",
-                    "nv_bfloat162",
-                    "unsigned short",
-                    "short",
-                    "uint16_t",
-                    "int16_t",
-                    "ushort2",
-                    "uint2",
-                    "uint4",
-                    "float4",
-                    "float2",
-                }
-            )
-            | _BYTES,
+            frozenset({"__nv_bfloat16", "nv_bfloat16", "__nv_bfloat162", "nv_bfloat162"}) | _TWO_BYTE_WORDS,
             torch="bfloat16",
             poison=HALF_POISON,
             compare_bits="unsigned short",

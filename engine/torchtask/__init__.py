@@ -12,4 +12,6 @@ PyTorch is an optional extra: nothing here imports it at module level, and only 
 reference of an imported task and the GPU worker's eager program ever load it.
 """
 
-INSTALL_HINT = 'pip install ".[torch]" in the cuda-llm checkout'
+from cuda_llm.engine.core.extras import install_hint
+
+INSTALL_HINT = install_hint("torch")

@@ -24,6 +24,7 @@ from cuda_llm.engine.cluster.cluster_environment import choose_model
 from cuda_llm.engine.cluster.connection import ClusterError
 from cuda_llm.engine.cluster.fleet import Fleet, Member
 from cuda_llm.engine.core.errors import UserError
+from cuda_llm.engine.core.extras import install_hint
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.fsr.judging import open_environment
 from cuda_llm.engine.gpu.protocol import RanOn
@@ -116,7 +117,7 @@ async def test_a_cluster_without_ray_installed_is_one_line(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     with pytest.raises(ClusterError) as caught:
         await open_environment(Settings(), cluster="ray://head:10001")
-    assert str(caught.value) == 'Ray is not installed: --cluster needs it (pip install "cuda-llm[cluster]")'
+    assert str(caught.value) == f"Ray is not installed: --cluster needs it ({install_hint('cluster')})"
 
 
 def test_a_task_bundle_unpacks_once_and_only_inside_its_folder(tmp_path):

@@ -4,54 +4,24 @@ told before the module runs, and a load failure told without the staging folder'
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 from cli_run import cli, one_line
+from module_files import GOOD, nothing_created, refused, write
 
 from cuda_llm.engine.core.errors import TaskFileError
 from cuda_llm.engine.task.loader import load_task
 from cuda_llm.engine.task.reference import load_reference
 
-GOOD = """
-import torch
-import torch.nn as nn
 
-n = 4096
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return x * 2.0
-
-
-def get_inputs():
-    return [torch.randn(n)]
-
-
-def get_init_inputs():
-    return []
-"""
-
-
-def write(tmp_path: Path, name: str, text: str) -> Path:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return path
-
-
-def nothing_created(root: Path) -> bool:
-    return not root.exists() or not any(root.iterdir())
-
-
-def refused(tmp_path: Path, capsys, text: str, *options: str) -> str:
-    path = write(tmp_path, "m.py", text)
-    root = tmp_path / "tasks"
-    code, _out, err = cli(capsys, "tasks", "import", str(path), "--dir", str(root), *options)
-    assert code == 2, err
-    assert nothing_created(root)
-    return one_line(err)
+def with_dropout(p: float) -> str:
+    """The good module with a dropout layer of probability `p` before its product."""
+    return GOOD.replace(
+        "class Model(nn.Module):\n    def forward(self, x):\n        return x * 2.0",
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        f"        self.drop = nn.Dropout({p})\n\n    def forward(self, x):\n        return self.drop(x) * 2.0",
+    )
 
 
 def test_sizes_written_as_a_tuple_are_sizes_validated_at_several_values(tmp_path, capsys):
@@ -88,11 +58,7 @@ def test_a_size_of_zero_is_refused(tmp_path, capsys):
 
 def test_an_active_dropout_is_refused_naming_the_layer(tmp_path, capsys):
     pytest.importorskip("torch")
-    text = GOOD.replace(
-        "class Model(nn.Module):\n    def forward(self, x):\n        return x * 2.0",
-        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-        "        self.drop = nn.Dropout(0.5)\n\n    def forward(self, x):\n        return self.drop(x) * 2.0",
-    )
+    text = with_dropout(0.5)
     line = refused(tmp_path, capsys, text)
     # The layer is named before forward runs (engine/torchtask/training.py); a forward random by other
     # means (torch.randn_like) is caught by running it twice (test_random_numbers_in_forward_are_refused).
@@ -101,11 +67,7 @@ def test_an_active_dropout_is_refused_naming_the_layer(tmp_path, capsys):
 
 def test_a_dropout_of_p_zero_is_not_random(tmp_path, capsys):
     pytest.importorskip("torch")
-    text = GOOD.replace(
-        "class Model(nn.Module):\n    def forward(self, x):\n        return x * 2.0",
-        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-        "        self.drop = nn.Dropout(0.0)\n\n    def forward(self, x):\n        return self.drop(x) * 2.0",
-    )
+    text = with_dropout(0.0)
     path = write(tmp_path, "m.py", text)
     code, _out, err = cli(capsys, "tasks", "import", str(path), "--dir", str(tmp_path / "tasks"))
     assert code == 0, err
@@ -143,7 +105,7 @@ def test_gpu_memory_must_be_a_positive_number(tmp_path, capsys, value):
 def test_a_bad_name_is_told_before_the_module_runs(tmp_path, capsys, name, expected):
     # The module leaves a mark when it runs: a name refused after running it would leave the mark.
     mark = tmp_path / "ran"
-    path = write(tmp_path, "m.py", f"open({str(mark)!r}, 'w').close()\n" + textwrap.dedent(GOOD))
+    path = write(tmp_path, "m.py", GOOD, head=f"open({str(mark)!r}, 'w').close()\n")
     root = tmp_path / "tasks"
     (root / "taken").mkdir(parents=True)
     code, _out, err = cli(capsys, "tasks", "import", str(path), "--name", name, "--dir", str(root))

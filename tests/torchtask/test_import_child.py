@@ -8,39 +8,13 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 from cli_run import cli, one_line
+from module_files import GOOD, nothing_created, write
 
 pytest.importorskip("torch")
-
-MODEL = """
-import torch
-import torch.nn as nn
-
-n = 4096
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return x * 2.0
-
-
-def get_inputs():
-    return [torch.randn(n)]
-
-
-def get_init_inputs():
-    return []
-"""
-
-
-def write(tmp_path: Path, name: str, head: str) -> Path:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(head) + MODEL, encoding="utf-8")
-    return path
 
 
 def alive(pid: int) -> bool:
@@ -64,7 +38,8 @@ def test_a_daemon_holding_the_pipe_neither_delays_the_import_nor_outlives_it(tmp
     path = write(
         tmp_path,
         "forks.py",
-        f"""
+        GOOD,
+        head=f"""
         import os, time
         if os.fork() == 0:
             os.setsid()
@@ -88,12 +63,12 @@ def test_a_daemon_holding_the_pipe_neither_delays_the_import_nor_outlives_it(tmp
 
 def test_a_module_that_allocates_gigabytes_is_refused_by_the_memory_cap(tmp_path, capsys):
     # 8 GiB asked for and never touched: without the cap it costs nothing and the import succeeds.
-    path = write(tmp_path, "hog.py", "import numpy as np\n_hog = np.empty(8 << 30, dtype=np.uint8)\n")
+    path = write(tmp_path, "hog.py", GOOD, head="import numpy as np\n_hog = np.empty(8 << 30, dtype=np.uint8)\n")
     code, _out, err = cli(capsys, "tasks", "import", str(path), "--dir", str(tmp_path / "tasks"))
     assert code == 2
     line = one_line(err)
     assert "hog.py needed more than 4 GiB of memory while loading" in line
-    assert not (tmp_path / "tasks").exists() or not any((tmp_path / "tasks").iterdir())
+    assert nothing_created(tmp_path / "tasks")
 
 
 def test_what_the_module_prints_is_not_kept_whole(tmp_path):
@@ -102,7 +77,8 @@ def test_what_the_module_prints_is_not_kept_whole(tmp_path):
     path = write(
         tmp_path,
         "chatty.py",
-        """
+        GOOD,
+        head="""
         import sys
         for _ in range(512):
             sys.stdout.write("x" * (1 << 20))
@@ -141,7 +117,8 @@ def test_sigterm_to_tasks_import_ends_the_child_and_what_it_started(tmp_path):
     path = write(
         tmp_path,
         "loops.py",
-        f"""
+        GOOD,
+        head=f"""
         import os
         pid = os.fork()
         if pid == 0:

@@ -6,44 +6,13 @@ that run the module need it (pytest.importorskip)."""
 from __future__ import annotations
 
 import shutil
-import textwrap
-from pathlib import Path
 
 import pytest
 from cli_run import cli, one_line
+from module_files import GOOD, nothing_created, refused, write
 
 from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.engine.torchtask import inspect_module
-
-GOOD = """
-import torch
-import torch.nn as nn
-
-n = 4096
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return x * 2.0
-
-
-def get_inputs():
-    return [torch.randn(n)]
-
-
-def get_init_inputs():
-    return []
-"""
-
-
-def write(tmp_path: Path, name: str, text: str) -> Path:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return path
-
-
-def nothing_created(root: Path) -> bool:
-    return not root.exists() or not any(root.iterdir())
 
 
 def test_without_pytorch_the_import_says_how_to_get_it(tmp_path, capsys, monkeypatch):
@@ -111,12 +80,7 @@ BAD_MODULES = {
 def test_a_bad_module_is_one_line_and_creates_nothing(tmp_path, capsys, case):
     pytest.importorskip("torch")
     text, expected = BAD_MODULES[case]
-    path = write(tmp_path, "bad.py", text)
-    root = tmp_path / "tasks"
-    code, _out, err = cli(capsys, "tasks", "import", str(path), "--dir", str(root))
-    assert code == 2
-    assert expected in one_line(err)
-    assert nothing_created(root)
+    assert expected in refused(tmp_path, capsys, text, name="bad.py")
 
 
 def test_a_problem_too_large_for_the_gpu_names_the_size_to_lower(tmp_path, capsys):
