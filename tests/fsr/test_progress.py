@@ -85,5 +85,5 @@ def test_the_rounds_follow_a_change_of_d_and_no_rate_once_nothing_streams() -> N
     for i in range(20):
         view.add_tokens("r2-1", "x", at=float(i))
     assert view.progress(2.0) == "round 2/8, 10 tok/s"
-    view.apply(ev.CandidateJudged(1, "validated", Judgement("r2-1", "wrong", "wrong at n=3")))
+    view.apply(ev.CandidateJudged(1, "validate", Judgement("r2-1", "wrong", "wrong at n=3")))
     assert view.progress(2.0) == "round 2/8"  # judged, not streaming: no rate
