@@ -3,13 +3,14 @@ palette, and the two screens (start, run)."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import shlex
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import partial
 from multiprocessing import resource_tracker
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App, CSSPathType, SystemCommand
 from textual.binding import Binding, BindingType
@@ -34,17 +35,21 @@ from cuda_llm.app.widgets.telemetry import (
 )
 from cuda_llm.app.widgets.text import OutsideTextFilter
 from cuda_llm.engine.core.secrets import secrets_hidden
-from cuda_llm.engine.fsr.session import SessionOptions
-from cuda_llm.engine.gpu.telemetry import TelemetrySample
-from cuda_llm.engine.judge.judge_environment import JudgeEnvironment
-from cuda_llm.engine.task import TaskLibrary
 from cuda_llm.themes import COLORS_TCSS, DEFAULT_THEME, THEME_TITLES, THEMES, VARIABLE_DEFAULTS
+
+if TYPE_CHECKING:
+    # Annotations only: the session, the judge and the task library load when a session opens, after
+    # the first frame (docs/performance.md, "Start-up").
+    from cuda_llm.engine.fsr.session import SessionOptions
+    from cuda_llm.engine.gpu.telemetry import TelemetrySample
+    from cuda_llm.engine.judge.judge_environment import JudgeEnvironment
+    from cuda_llm.engine.task import TaskLibrary
 
 APP_TCSS = Path(__file__).parent / "app.tcss"
 # NVML reads take well under a millisecond; once a second is what nvidia-smi -l shows.
 TELEMETRY_INTERVAL_S = 1.0
 
-EnvironmentFactory = Callable[[SessionOptions], Awaitable[JudgeEnvironment | None]]
+EnvironmentFactory = Callable[["SessionOptions"], Awaitable["JudgeEnvironment | None"]]
 OllamaLister = Callable[[str | None], Awaitable[list[str]]]
 
 
@@ -52,7 +57,9 @@ async def list_ollama_models(host: str | None) -> list[str]:
     """The models an ollama server offers; raises ModelError when it cannot be reached."""
     from cuda_llm.engine.llm.ollama_provider import OllamaProvider
 
-    provider = OllamaProvider("probe", host=host)
+    # Building the provider imports its client library (most of a second of CPU on a small machine):
+    # in a thread, so the screen keeps drawing and answering keys meanwhile.
+    provider = await asyncio.to_thread(OllamaProvider, "probe", host=host)
     try:
         return await provider.list_models()
     finally:
@@ -137,11 +144,14 @@ class CudaLlmApp(App[int]):
         return {**super().get_theme_variable_defaults(), **VARIABLE_DEFAULTS}
 
     def on_mount(self) -> None:
-        from cuda_llm.app.screens.modals import EditScreen
-        from cuda_llm.app.screens.run import RunScreen
         from cuda_llm.app.screens.start import StartScreen
 
         if self.config.keys:
+            # The run screen and the editor are imported only when needed: most of the app's imports
+            # are theirs, and the start screen's first frame does not wait for them.
+            from cuda_llm.app.screens.modals import EditScreen
+            from cuda_llm.app.screens.run import RunScreen
+
             screens: list[type[DOMNode]] = [type(self), StartScreen, RunScreen, EditScreen, *screen_pane_classes()]
             known = binding_ids(screens)
             self.keymap, problem = check_keymap(dict(self.config.keys), known)
@@ -151,6 +161,8 @@ class CudaLlmApp(App[int]):
                     self.notify(line, severity="warning", timeout=15, markup=False)
         self.push_screen(StartScreen(self.defaults, self.config))
         if self.start_request is not None:
+            from cuda_llm.app.screens.run import RunScreen
+
             self.push_screen(RunScreen(self.start_request))
         if self.config_warning:
             self.notify(self.config_warning, severity="warning", timeout=10, markup=False)

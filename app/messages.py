@@ -9,11 +9,13 @@ in the engine ever calls into a widget.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from cuda_llm.engine.fsr import events as ev
-from cuda_llm.engine.gpu.telemetry import TelemetrySample
+if TYPE_CHECKING:  # annotations only: the start screen's first frame must not wait for the engine's events
+    from cuda_llm.engine.fsr import events as ev
+    from cuda_llm.engine.gpu.telemetry import TelemetrySample
 
 
 @dataclass

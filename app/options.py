@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from cuda_llm.engine.core.settings import LoopSettings
-from cuda_llm.engine.fsr.session import SessionOptions
+
+if TYPE_CHECKING:  # imported when a session is built: the session module brings the whole loop with it
+    from cuda_llm.engine.fsr.session import SessionOptions
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,8 @@ def session_options(
 ) -> SessionOptions:
     """The engine's SessionOptions: the servers, database and device from `where`, the loop's settings
     from `loop` (None: `where`'s), the rest as given."""
+    from cuda_llm.engine.fsr.session import SessionOptions
+
     return SessionOptions(
         task=task,
         model=model,

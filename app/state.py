@@ -10,6 +10,7 @@ anything about the loop.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
@@ -17,6 +18,7 @@ from typing import Any, Literal, get_args
 from cuda_llm.engine.core.settings import LoopSettings
 from cuda_llm.engine.core.status import STATUSES, Stage, Status
 from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.fsr.progress import TokenRate, progress_text
 from cuda_llm.engine.gpu.protocol import Timing
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL, Candidate, Judgement, LibraryResult
 from cuda_llm.engine.llm.base import Completion, Message, RequestKey
@@ -118,6 +120,8 @@ class SessionView:
     error: str = ""  # the last thing that went wrong, shown in red until the next one
     round: int = 0
     attempt: int = 0
+    session_rounds: int | None = None  # the session's D: from its settings, then as each round began
+    token_rate: TokenRate = field(default_factory=TokenRate)  # the model's streamed tokens, all requests
     prompts: dict[tuple[int, int], tuple[Message, ...]] = field(default_factory=dict)
     candidates: dict[str, CandidateView] = field(default_factory=dict)
     baseline: Judgement | None = None
@@ -218,6 +222,16 @@ class SessionView:
     def word(state: str) -> str:
         return WORDS.get(state, state)
 
+    def tokens_per_s(self, now: float | None = None) -> float | None:
+        """The model's live token rate while a reply streams; None when none does."""
+        if not any(c.phase == "streaming" for c in self.candidates.values()):
+            return None
+        return self.token_rate.per_s(time.monotonic() if now is None else now)
+
+    def progress(self, now: float | None = None) -> str:
+        """'round 3/10, 41 tok/s' (engine/fsr/progress.py: the headless run's lines say the same)."""
+        return progress_text(self.round, self.session_rounds, self.attempt, self.tokens_per_s(now))
+
     # ---- folding events in ---------------------------------------------------------------------
     def set_focus(self, label: str | None, by_person: bool = False) -> set[str]:
         if by_person:
@@ -250,6 +264,7 @@ class SessionView:
     def _on_SessionStarted(self, e: ev.SessionStarted) -> set[str]:
         self.task, self.model, self.device, self.settings = e.task, e.model, e.device, e.settings
         self.compile_only = e.compile_only
+        self.session_rounds = e.settings.rounds
         self.state, self.state_reason = "running", ""
         at = f" at {e.server}" if e.server else ""
         self._say(f"session {e.session_id}{' resumed' if e.resumed else ''}: {e.task} with {e.model}{at} on {e.device}")
@@ -257,6 +272,7 @@ class SessionView:
 
     def _on_RoundStarted(self, e: ev.RoundStarted) -> set[str]:
         self.round, self.attempt = e.round, e.attempt
+        self.session_rounds = e.rounds or self.session_rounds
         self.prompts[(e.round, e.attempt)] = e.prompt
         self.round_best.setdefault(e.round, self.best_label)
         what = f"repair {e.attempt} of round {e.round}" if e.attempt else f"round {e.round}"
@@ -271,8 +287,10 @@ class SessionView:
             changed |= self._follow(e.label)
         return changed
 
-    def add_tokens(self, label: str, text: str) -> bool:
-        """Streamed text; True when the first text of a reply arrived (the tree mark changes)."""
+    def add_tokens(self, label: str, text: str, at: float | None = None) -> bool:
+        """Streamed text (one token), arrived at `at` on the monotonic clock (None: now); True when the
+        first text of a reply arrived (the tree mark changes)."""
+        self.token_rate.add(time.monotonic() if at is None else at)
         c = self._candidate(label)
         first = c.phase == "waiting"
         c.phase, c.retrying = "streaming", False

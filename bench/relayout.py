@@ -10,7 +10,8 @@ doing other work would have).
 
     python bench/relayout.py [--rounds 10] [--busy 2] [--profile out.prof]
 
-It prints the median and p95 for each size and where it was measured; it asserts nothing. Target:
+It prints the median and p95 for each size, how many resizes began while a reply streamed, where it
+was measured and the load average before and after; it asserts nothing. Target:
 median under 250 ms and p95 under 600 ms at every size on a 2-core machine with two busy processes.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -47,7 +49,9 @@ def settled(screen, size: tuple[int, int]) -> bool:
     return not (log.display and log.size.width and log.wrap and log._wrap != log._width_now())
 
 
-async def run(rounds: int, tokens_per_s: float) -> dict[tuple[int, int], list[float]]:
+async def run(rounds: int, tokens_per_s: float) -> tuple[dict[tuple[int, int], list[float]], int]:
+    """The milliseconds each resize took to be drawn in full, by size; and how many of the resizes
+    began while a reply was streaming (the rest fell in the gap while a reply is judged)."""
     from fakes.fake_gpu import FakeGpu, fake_environment
     from llm_servers import LoopbackLLMServer, Reply
     from tui.helpers import FAST_LOOP, reply_for
@@ -63,6 +67,7 @@ async def run(rounds: int, tokens_per_s: float) -> dict[tuple[int, int], list[fl
     candidates = 2
     per_request = tokens_per_s / candidates
     results: dict[tuple[int, int], list[float]] = {s: [] for s in SIZES}
+    streaming = 0
     with tempfile.TemporaryDirectory() as tmp, LoopbackLLMServer() as server:
         server.default = Reply.text(*pieces, chunk_delay_s=TOKENS_PER_CHUNK / per_request)
         gpu = FakeGpu(delay_s=0.05)
@@ -107,6 +112,7 @@ async def run(rounds: int, tokens_per_s: float) -> dict[tuple[int, int], list[fl
                         await pilot.pause(0.3)
                     target[0] = after
                     count = len(frames)
+                    streaming += any(c.phase == "streaming" for c in screen.view.candidates.values())
                     t0 = time.perf_counter()
                     await pilot.resize_terminal(*after)
                     seen = None
@@ -121,7 +127,7 @@ async def run(rounds: int, tokens_per_s: float) -> dict[tuple[int, int], list[fl
                     await pilot.pause(0.2)
             app._display = real_display  # type: ignore[method-assign]
             screen.control.stop()
-    return results
+    return results, streaming
 
 
 def main() -> None:
@@ -131,16 +137,17 @@ def main() -> None:
     p.add_argument("--tokens-per-s", type=float, default=200.0)
     p.add_argument("--profile", help="write a cProfile of the run to this file")
     args = p.parse_args()
+    load_before = os.getloadavg()
     busy = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(args.busy)]
     try:
         if args.profile:
             import cProfile
 
             profiler = cProfile.Profile()
-            results = profiler.runcall(asyncio.run, run(args.rounds, args.tokens_per_s))
+            results, streaming = profiler.runcall(asyncio.run, run(args.rounds, args.tokens_per_s))
             profiler.dump_stats(args.profile)
         else:
-            results = asyncio.run(run(args.rounds, args.tokens_per_s))
+            results, streaming = asyncio.run(run(args.rounds, args.tokens_per_s))
     finally:
         for proc in busy:
             proc.terminate()
@@ -149,6 +156,15 @@ def main() -> None:
         f"cuda-llm relayout: resize to the run screen drawn in full, while replies stream ({args.busy} busy processes)"
     )
     print(f"  machine: {machine()}")
+    load_after = os.getloadavg()
+    print(
+        "  load average (1, 5, 15 min): before "
+        + ", ".join(f"{x:.2f}" for x in load_before)
+        + "; after "
+        + ", ".join(f"{x:.2f}" for x in load_after)
+    )
+    total = args.rounds * len(SIZES) * (len(SIZES) - 1)
+    print(f"  {streaming} of {total} resizes began while a reply was streaming (the others, while one was judged)")
     for size, times in results.items():
         if times:
             print(

@@ -4,11 +4,14 @@ for streaming tokens when stderr is a terminal."""
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from typing import TextIO
 
 from cuda_llm.app.cli.output import split_message
 from cuda_llm.engine.core.status import TIMED
 from cuda_llm.engine.fsr import events as ev
+from cuda_llm.engine.fsr.progress import TokenRate, progress_text
 from cuda_llm.engine.judge.judgement import Judgement, phases_text
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, share_text, speedups_text
 
@@ -36,11 +39,18 @@ def counters_line(j: Judgement) -> str:
 class ProgressPrinter:
     """Subscribes to an EventBus. Lines go to `out`; the live token counter only to a terminal."""
 
-    def __init__(self, out: TextIO | None = None, live: bool | None = None) -> None:
+    def __init__(
+        self, out: TextIO | None = None, live: bool | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.out = out or sys.stderr
         self.live = self.out.isatty() if live is None else live
+        self.clock = clock  # monotonic seconds, for the token rate
         self._tokens: dict[str, int] = {}
         self._status_shown = False
+        self._rate = TokenRate()
+        self._round = 0
+        self._attempt = 0
+        self._rounds: int | None = None  # the session's D: from its settings, then as each round began
 
     def _line(self, text: str) -> None:
         if self._status_shown:
@@ -53,22 +63,33 @@ class ProgressPrinter:
         if not self.live or not self._tokens:
             return
         parts = [f"{label} {n}" for label, n in self._tokens.items()]
-        self.out.write("\r\033[K  streaming: " + "  ".join(parts) + " chunks")
+        self.out.write(f"\r\033[K  {self.progress()} · streaming: " + "  ".join(parts) + " tokens")
         self.out.flush()
         self._status_shown = True
+
+    def progress(self) -> str:
+        """'round 3/10, 41 tok/s': what the TUI's status line says (engine/fsr/progress.py)."""
+        rate = self._rate.per_s(self.clock()) if self._tokens else None
+        return progress_text(self._round, self._rounds, self._attempt, rate)
 
     def __call__(self, event: ev.Event) -> None:
         if isinstance(event, ev.SessionStarted):
             verb = "resumed" if event.resumed else "started"
             s = event.settings
+            self._rounds = s.rounds
             self._line(
                 f"session {event.session_id} {verb}: {event.task} with {event.model}{_at(event.server)} "
                 f"on {event.device} (N={s.candidates}, D={s.rounds}, R={s.repairs})"
             )
         elif isinstance(event, ev.RoundStarted):
-            what = f"repair {event.attempt}" if event.attempt else "asking"
-            self._line(f"round {event.round}: {what} for {event.candidates} candidates")
+            self._round, self._attempt = event.round, event.attempt
+            self._rounds = event.rounds or self._rounds
+            what = "asking again" if event.attempt else "asking"  # progress_text names the repair
+            self._line(
+                f"{progress_text(event.round, self._rounds, event.attempt)}: {what} for {event.candidates} candidates"
+            )
         elif isinstance(event, ev.TokensStreamed):
+            self._rate.add(self.clock())
             self._tokens[event.label] = self._tokens.get(event.label, 0) + 1
             self._status()
         elif isinstance(event, ev.RequestRetrying):

@@ -33,7 +33,6 @@ from cuda_llm.app.keys import help_rows, letters_first
 from cuda_llm.app.knob_fields import knob_value
 from cuda_llm.app.messages import ModelsListed
 from cuda_llm.app.options import Choices, Defaults, SessionRequest, new_session, resume_session
-from cuda_llm.app.screens.modals import HelpScreen
 from cuda_llm.app.widgets.footer import KeyFooter
 from cuda_llm.app.widgets.telemetry import TelemetryBar
 from cuda_llm.app.widgets.text import plain, set_text
@@ -167,7 +166,8 @@ class StartScreen(Screen[None]):
         bar.set_sample(getattr(self.app, "telemetry_sample", None))
         self.tasks = load_tasks(getattr(self.app, "library", None))
         self.reload_catalog()
-        self.list_ollama_models()
+        # Asked once the first frame is drawn: the screen shows at once, the models when the server answers.
+        self.call_after_refresh(self.list_ollama_models)
         self.query_one("#task-list", OptionList).focus()
         self.query_one("#sessions-filter", Input).display = False
         self._fit_columns(self.app.size.width)
@@ -560,4 +560,7 @@ class StartScreen(Screen[None]):
             ("ctrl+p", "palette", "every action, searchable", ""),
             ("ctrl+q / ctrl+c", "quit", "leave cuda-llm", "app.quit"),
         ]
+        # Imported when asked for: the modals bring the editor and the engine's events with them.
+        from cuda_llm.app.screens.modals import HelpScreen
+
         self.app.push_screen(HelpScreen("Start screen keys", rows))

@@ -1,5 +1,6 @@
-"""The status line: the session's state in words, what the person can do now (with the keys as
-bound now), and the last error."""
+"""The status line: the session's state in words (the round out of the session's rounds and the
+model's live token rate while it runs), what the person can do now (with the keys as bound now), and
+the last error."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ from cuda_llm.app.state import SessionView
 from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.judge.judgement import BASELINE_LABEL
 from cuda_llm.engine.judge.metrics import BASELINE_NAME
+
+# How often a running session's line is redrawn for its token rate (engine/fsr/progress.py averages it
+# over seconds: a faster redraw would show nothing new).
+RATE_REDRAW_S = 1.0
 
 # The keys the status line names, when the screen does not say (the defaults of app/screens/run.py).
 DEFAULT_KEYS = {
@@ -49,9 +54,13 @@ def _activity(view: SessionView, manual_waiting: list[str], keys: Mapping[str, s
 
 
 def status_text(
-    view: SessionView, auto_accept: bool, manual_waiting: list[str], keys: Mapping[str, str] | None = None
+    view: SessionView,
+    auto_accept: bool,
+    manual_waiting: list[str],
+    keys: Mapping[str, str] | None = None,
+    now: float | None = None,
 ) -> tuple[str, str]:
-    """(text, state class) for the status line."""
+    """(text, state class) for the status line; `now` on the monotonic clock (None: now), for the rate."""
     k = {**DEFAULT_KEYS, **(keys or {})}
     best = view.best_source()
     best_part = ""
@@ -101,12 +110,26 @@ def status_text(
         return f"■ {state}: {view.state_reason}{best_part}{nothing_timed} · {k['back']}: back", "ended"
     if state == "failed":
         return f"✗ failed: {view.error} · {k['back']}: back to the start screen", "failed"
-    what = f"round {view.round}" + (f", repair {view.attempt}" if view.attempt else "")
+    what = view.progress(now)  # "round 3/10, 41 tok/s": the headless run's lines say the same
     busy = _activity(view, manual_waiting, k)
     return f"● running {what}" + "".join(f" · {b}" for b in busy) + best_part + auto, "running"
 
 
 class StatusLine(Static):
+    _shown_with: tuple[SessionView, bool, list[str], Mapping[str, str] | None] | None = None
+    _own: str | None = None  # the markup this line last drew itself
+
+    def on_mount(self) -> None:
+        self.set_interval(RATE_REDRAW_S, self._redraw_running)
+
+    def _redraw_running(self) -> None:
+        """While the session runs, the token rate changes with no engine event to redraw the line."""
+        if self._shown_with is None or self._shown_with[0].state != "running":
+            return
+        if getattr(self, "_cuda_llm_shown", None) != self._own:
+            return  # the screen has written over the line (a pause request): that stands until its next show()
+        self.show(*self._shown_with)
+
     def show(
         self,
         view: SessionView,
@@ -114,6 +137,7 @@ class StatusLine(Static):
         manual_waiting: list[str],
         keys: Mapping[str, str] | None = None,
     ) -> None:
+        self._shown_with = (view, auto_accept, manual_waiting, keys)
         text, state = status_text(view, auto_accept, manual_waiting, keys)
         for cls in ("opening", "awaiting", "paused", "ended", "failed", "running"):
             self.set_class(cls == state, f"-{cls}")
@@ -123,6 +147,7 @@ class StatusLine(Static):
         if view.error and state != "failed" and not said:
             out.append_text(plain(f"\n✗ {view.error}", style="bold"))
         set_text(self, out)
+        self._own = getattr(self, "_cuda_llm_shown", None)
 
 
 __all__ = ["StatusLine", "status_text"]

@@ -79,6 +79,9 @@ class RoundStarted(Event):
     attempt: int  # 0: the round's first request; 1..: repairs
     prompt: tuple[Message, ...]
     candidates: int
+    # The session's D as this round begins (the person may change it while it runs); None where it is
+    # not known (a history rebuilt from the store).
+    rounds: int | None = None
 
 
 @dataclass(frozen=True)

@@ -337,7 +337,9 @@ class FsrLoop:
             else:
                 prompt = self.builder.repair(base, [j for j in judged if j.failed])
             self.store.record_prompt(self.sid, r, attempt, prompt)
-            self.emit(ev.RoundStarted(self.sid, r, attempt, tuple(prompt), self.settings.candidates))
+            self.emit(
+                ev.RoundStarted(self.sid, r, attempt, tuple(prompt), self.settings.candidates, self.settings.rounds)
+            )
             judged = await self._request_batch(state, r, attempt, prompt)
             if self.control.stopped and len(judged) < self.settings.candidates:
                 return  # requests were cancelled: the round stays open, and --resume asks again

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cuda_llm.engine.gpu.protocol import Mismatch as Mismatch  # its home: the reports it is part of
 from cuda_llm.engine.task import bfloat16
 from cuda_llm.engine.task.dtypes import DTYPES, dtype_of_numpy
 from cuda_llm.engine.task.dtypes import HALF_POISON as HALF_POISON
@@ -22,17 +23,6 @@ from cuda_llm.engine.task.model import Tolerance
 # an element still holding its poison after the run was never written.
 # Below this many wrong elements a pattern is not worth describing beyond the listed mismatches.
 MIN_PATTERN_ELEMENTS = 2
-
-
-@dataclass(frozen=True)
-class Mismatch:
-    output: str
-    index: tuple[int, ...]
-    expected: float
-    got: float
-    abs_err: float
-    rel_err: float  # abs_err / |expected| (inf where expected is 0)
-    case: str = ""  # the validation case ("n=1000 seed 2"), filled in by the validator
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,25 @@ from typing import Literal
 
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.core.status import FaultKind, Verdict
-from cuda_llm.engine.gpu.compare import Mismatch
 from cuda_llm.engine.task.plan import BoundPlan
+
+# What a torch.compile figure is called where it is shown (engine/gpu/torch_compile.py times it). Here,
+# with the reports, so that naming it (engine/judge/metrics.py) imports neither NumPy nor PyTorch.
+TORCH_COMPILE_NAME = "torch.compile"
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One wrong element of an output, as engine/gpu/compare.py finds it. Part of a validation report,
+    so it lives with the reports: reading a report (the store, the screens) imports no NumPy."""
+
+    output: str
+    index: tuple[int, ...]
+    expected: float
+    got: float
+    abs_err: float
+    rel_err: float  # abs_err / |expected| (inf where expected is 0)
+    case: str = ""  # the validation case ("n=1000 seed 2"), filled in by the validator
 
 
 @dataclass(frozen=True)

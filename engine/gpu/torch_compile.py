@@ -21,6 +21,7 @@ import numpy as np
 
 from cuda_llm.engine.core.errors import describe
 from cuda_llm.engine.gpu.compare import compare_output
+from cuda_llm.engine.gpu.protocol import TORCH_COMPILE_NAME as TORCH_COMPILE_NAME
 from cuda_llm.engine.task.dtypes import DTYPES
 from cuda_llm.engine.task.model import SizeCase, Task
 from cuda_llm.engine.task.reference import case_seed
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 
 # The label of its timing in a profile (never a candidate's: labels there are r1-2...).
 TORCH_COMPILE_LABEL = "torch.compile"
-TORCH_COMPILE_NAME = "torch.compile"
 
 
 class CompiledForward:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cuda_llm.engine.gpu.protocol import LatencyLevel, Peaks, Timing
-from cuda_llm.engine.gpu.torch_compile import TORCH_COMPILE_NAME
+from cuda_llm.engine.gpu.protocol import TORCH_COMPILE_NAME, LatencyLevel, Peaks, Timing
 from cuda_llm.engine.task.model import Task
 
 # How every roofline share is named where it is shown, so a reader knows which ceiling it is against.

@@ -33,8 +33,6 @@ from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 from typing import Any
 
-import httpx
-
 from cuda_llm.engine.core.settings import GenerateOptions
 
 # The cap of the request being made: set by a provider around each completion (its GenerateOptions),
@@ -192,10 +190,19 @@ def _inflaters(headers: Any) -> list[_Inflater]:
     return [_Inflater(c) for c in reversed(codings)]
 
 
-def capped_transport(lib: ModuleType = httpx) -> Any:
+def capped_transport(lib: ModuleType | None = None) -> Any:
     """The HTTP library's own async transport, with every response body counted against
     `response_cap`. `lib` is the library the client uses: httpx (ollama) or httpx2 (openai 3),
-    which share this interface but not their classes."""
+    which share this interface but not their classes; None: httpx (imported now, not with this
+    module, so that naming a backend loads no HTTP library)."""
+    if lib is None:
+        import httpx
+
+        return _capped_transport(httpx)
+    return _capped_transport(lib)
+
+
+def _capped_transport(lib: ModuleType) -> Any:
 
     class CappedStream(lib.AsyncByteStream):  # type: ignore[name-defined]  # `lib` is a module given at run time
         """The body as received, inflated if it came compressed; the bytes received and the bytes

@@ -11,9 +11,7 @@ import json
 import os
 from collections.abc import Sequence
 from contextlib import aclosing
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from cuda_llm.engine.core.settings import GenerateOptions
 from cuda_llm.engine.llm.addresses import ollama_url
@@ -29,6 +27,11 @@ from cuda_llm.engine.llm.http_backend import HttpModelBackend
 from cuda_llm.engine.llm.http_errors import Server, display_url, retry_after_seconds
 from cuda_llm.engine.llm.spec import ModelSpec, ReplayLoader
 from cuda_llm.engine.llm.stream import Deadlines, MalformedStream, ReplyBuffer, library_parts
+
+if TYPE_CHECKING:
+    # Imported with the client (ollama's own import needs it anyway): naming the backend (the start
+    # screen's forms, a spec's check) loads no HTTP library.
+    import httpx
 
 # A LAN or loopback connection opens in milliseconds; a host that drops packets is reported
 # unreachable after this long instead of waiting out the first-token timeout (meant for loading).
@@ -104,6 +107,7 @@ class OllamaProvider(HttpModelBackend):
         )
         # Imported here, not with this module: the library reads OLLAMA_HOST when imported (checked
         # first, engine/llm/addresses.py), and `--model` is checked before any client library loads.
+        import httpx
         import ollama
 
         self._client = ollama.AsyncClient(
@@ -183,6 +187,7 @@ class OllamaProvider(HttpModelBackend):
             return deadlines.expired(server)
         if isinstance(exc, _HttpStatusError):
             return server.http_status(exc.status, exc.text, self.model, exc.retry_after_s)
+        import httpx
         import ollama
         from pydantic import ValidationError
 
