@@ -14,6 +14,7 @@ an action is on now, for the help screen and the status line's hints.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 from textual.app import App
@@ -161,8 +162,14 @@ def letters_first(active: dict[str, ActiveBinding]) -> dict[str, ActiveBinding]:
     shows one key an action, the first it meets, and that must be the letter even when the config
     moved it (a moved binding is put last). In a text field, which takes the letters, the F-key is
     what is left to show."""
-    letters = {k: b for k, b in active.items() if not b.binding.priority}
+    letters = {k: b for k, b in active.items() if not b.binding.priority or _typed_key(b.binding.key)}
     return letters | {k: b for k, b in active.items() if k not in letters}
+
+
+def _typed_key(key: str) -> bool:
+    """A key a person types (a letter, `/`, `?`), not an F-key or a Ctrl chord: some such bindings
+    are priority ones only so that a burst typed after them lands where they moved the focus."""
+    return re.fullmatch(r"f\d+", key) is None and "+" not in key
 
 
 __all__ = [

@@ -71,7 +71,11 @@ class StartScreen(Screen[None]):
         Binding("r", "resume", "Resume", id="start.resume"),
         Binding("l", "sessions", "Sessions", id="start.sessions"),
         Binding("n", "new", "New session", id="start.new"),
-        Binding("slash", "filter", "Filter", key_display="/", id="start.filter"),
+        # A priority binding acts when the app receives the key, before the keys typed after it in
+        # the same burst are handed to the focused list (a screen's own binding acts only once the
+        # key has bubbled up to it, too late: `/vec` left the filter empty). In a text field `/`
+        # types (check_action), and the key goes on to the field.
+        Binding("slash", "filter", "Filter", key_display="/", id="start.filter", priority=True),
         Binding("question_mark", "help", "Help", key_display="?", id="start.help"),
         Binding("q", "quit", "Quit", id="start.quit"),
         Binding("f1", "help", "Help", priority=True),
@@ -514,20 +518,23 @@ class StartScreen(Screen[None]):
 
     def action_sessions(self) -> None:
         self.query_one("#start-tabs", TabbedContent).active = "tab-sessions"
-        self.query_one("#sessions", DataTable).focus()
+        self.set_focus(self.query_one("#sessions", DataTable))  # at once: see action_filter
 
     def action_new(self) -> None:
         self.query_one("#start-tabs", TabbedContent).active = "tab-new"
-        self.query_one("#task-list", OptionList).focus()
+        self.set_focus(self.query_one("#task-list", OptionList))  # at once: see action_filter
 
     def action_filter(self) -> None:
+        # Focus at once, not as widget.focus() does when the app is next idle: the filter's text is
+        # often typed in the same burst as `/`, and those keys go to whatever has focus when each is
+        # handled (the task list, which would take `s` as Start).
         if self.query_one("#start-tabs", TabbedContent).active == "tab-sessions":
             box = self.query_one("#sessions-filter", Input)
             box.display = True
-            box.focus()
+            self.set_focus(box)
             return
         self.action_new()
-        self.query_one("#task-filter", Input).focus()
+        self.set_focus(self.query_one("#task-filter", Input))
 
     async def action_quit(self) -> None:
         await self.app.action_quit()
