@@ -310,6 +310,6 @@ class CudaLlmApp(App[int]):
 
 def screen_pane_classes() -> list[type]:
     """The panes with bindings of their own (ids in the config's [keys] table)."""
-    from cuda_llm.app.widgets.kernel import KernelPane
+    from cuda_llm.app.panes.registry import panes
 
-    return [KernelPane]
+    return [p.widget for p in panes() if isinstance(p.widget, type) and "BINDINGS" in vars(p.widget)]

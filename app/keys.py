@@ -32,6 +32,10 @@ def _bindings(node_class: type[DOMNode]) -> list[Binding]:
         for b in cls.__dict__.get("BINDINGS", []):
             if isinstance(b, Binding):
                 out.append(b)
+    # Bindings made from a registry when the screen is built (the run screen's panes' keys).
+    registered = getattr(node_class, "registered_bindings", None)
+    if callable(registered):
+        out.extend(registered())
     return out
 
 

@@ -15,7 +15,8 @@ from fakes.fake_gpu import FakeGpu, fake_environment
 
 from bench import paper_table
 from cuda_llm.app.cli.bench_cmd import load_bench, request_from_args, run_bench
-from cuda_llm.app.cli.bench_table import BenchRow, compare, compare_markdown, markdown, summarize
+from cuda_llm.app.cli.bench_compare import compare, compare_markdown
+from cuda_llm.app.cli.bench_table import BenchRow, markdown, summarize
 from cuda_llm.app.cli.main import main, parse
 from cuda_llm.engine.gpu.library import INSTALL_HINT, cupy_missing
 from cuda_llm.engine.task.library import builtin_tasks_dir, user_tasks_dir

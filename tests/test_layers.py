@@ -309,6 +309,46 @@ def test_the_home_check_sees_a_second_framing(tmp_path):
     assert homes(WIRE_FRAMING, tmp_path) == {"engine/a.py", "engine/b.py", "engine/c.py"}
 
 
+def pane_lists(root: Path = ROOT) -> set[str]:
+    """Files of app/ outside app/panes/ that list the run screen's panes themselves (app/panes/registry.py
+    is the one list): a Python file naming two or more panes (their ids or their widget classes), or a
+    stylesheet with rules for two or more pane ids."""
+    from cuda_llm.app.panes.registry import PANES
+
+    ids = re.compile(r"[\"'#](" + "|".join(re.escape(p) for p in PANES) + r")\b")
+    names = sorted({getattr(p.widget, "__name__", "") for p in PANES.values()})
+    classes = re.compile(r"\b(" + "|".join(names) + r")\b")
+    found = set()
+    for path in sorted((root / "app").rglob("*")):
+        if path.suffix not in (".py", ".tcss") or path.relative_to(root).parts[:2] == ("app", "panes"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        named = len(set(ids.findall(text))) >= 2 or (path.suffix == ".py" and len(set(classes.findall(text))) >= 2)
+        if named:
+            found.add(str(path.relative_to(root)))
+    return found
+
+
+def test_one_list_of_panes():
+    """A pane is declared once, in app/panes/; the run screen composes, binds and redraws what the
+    registry holds, so a second list (of ids, of classes, of CSS rules) would drift from it."""
+    assert pane_lists() == set()
+
+
+def test_the_home_check_sees_a_second_list_of_panes(tmp_path):
+    (tmp_path / "app" / "panes").mkdir(parents=True)
+    (tmp_path / "app" / "screens").mkdir()
+    (tmp_path / "app" / "a.py").write_text('PANES = (("prompt-pane", "Prompt"),\n    ("kernel-pane", "Kernel"))\n')
+    (tmp_path / "app" / "screens" / "b.py").write_text(
+        "panes = (\n    (TREE, CandidatesPane),\n    (LOG, EventLog),\n)\n"
+    )
+    (tmp_path / "app" / "c.tcss").write_text("#prompt-pane, #kernel-pane {\n    column-span: 3;\n}\n")
+    (tmp_path / "app" / "d.tcss").write_text("KernelPane TextArea {\n}\nPromptPane Log {\n}\n")  # their insides
+    (tmp_path / "app" / "e.py").write_text('self.show_pane("kernel-pane")\nself.query_one(KernelPane).jump_to(1, 2)\n')
+    (tmp_path / "app" / "panes" / "registry.py").write_text('PANES = ("prompt-pane", "kernel-pane")\n')
+    assert pane_lists(tmp_path) == {"app/a.py", "app/screens/b.py", "app/c.tcss"}
+
+
 def test_the_cluster_s_pools_pass_for_the_local_ones_without_an_excuse():
     """engine/judge/pools.py's Protocols are the seam: mypy checks the cluster's pools against them,
     so no argument there is excused from its type."""

@@ -407,7 +407,7 @@ def _write(out: str, doc: dict[str, Any], text: str) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from cuda_llm.app.cli.bench_table import compare, compare_json, compare_markdown
+    from cuda_llm.app.cli.bench_compare import compare, compare_json, compare_markdown
 
     first, second = args.compare
     a, b = load_bench(first), load_bench(second)
@@ -428,7 +428,8 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def bench(args: argparse.Namespace, environment: EnvironmentFactory | None = None) -> int:
-    from cuda_llm.app.cli.bench_table import compare, compare_json, compare_markdown, markdown
+    from cuda_llm.app.cli.bench_compare import compare, compare_json, compare_markdown
+    from cuda_llm.app.cli.bench_table import markdown
 
     if args.compare:
         if args.rerun:

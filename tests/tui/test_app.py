@@ -321,17 +321,17 @@ async def test_what_the_engine_waits_for_while_a_session_opens_is_a_notification
     """A Ray cluster's wait for GPUs is said before the session's events flow: the run screen passes
     the engine a progress callable that notifies."""
     from cuda_llm.app.options import SessionRequest
-    from cuda_llm.app.screens import run as run_screen
+    from cuda_llm.app.screens.runscreen import worker as session_worker
 
     line = "Ray counts 0 of the 1 GPU of the cluster at 127.0.0.1:6379 free: waiting up to 120 s for 1 more"
-    real_open = run_screen.open_session
+    real_open = session_worker.open_session
 
     async def opening(options, control, environment=None, progress=None):
         assert progress is not None, "the run screen gives the engine no way to say what it waits for"
         progress(line)
         return await real_open(options, control, environment=environment, progress=progress)
 
-    monkeypatch.setattr(run_screen, "open_session", opening)
+    monkeypatch.setattr(session_worker, "open_session", opening)
     options = SessionOptions("vector_add", "manual", db=str(tmp_path / "sessions.db"))
     app = make_app(tmp_path, None, start=SessionRequest(options))
     async with app.run_test(size=(100, 30)) as pilot:

@@ -41,7 +41,7 @@ def shown(app, selector: str, width: int = 160) -> str:
 
 def choose(app, label: str) -> None:
     app.screen.view.set_focus(label, by_person=True)
-    app.screen._refresh({"tree", "prompt", "kernel", "compiler", "validation", "status"})
+    app.screen.redraw({"tree", "prompt", "kernel", "compiler", "validation", "status"})
 
 
 async def start(pilot, app) -> None:

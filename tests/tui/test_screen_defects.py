@@ -134,7 +134,7 @@ async def test_a_jump_from_a_compiler_error_shows_the_line_from_its_first_column
         await start(pilot, app)
         await wait_for(pilot, lambda: not app.screen.view.running, "the end", 60)
         app.screen.view.set_focus("r1-1", by_person=True)
-        app.screen._refresh({"tree", "prompt", "kernel", "compiler", "validation", "status"})
+        app.screen.redraw({"tree", "prompt", "kernel", "compiler", "validation", "status"})
         await pilot.press("3")
         options = app.screen.query_one("#compiler-pane OptionList")
         await wait_for(pilot, lambda: options.has_focus and options.option_count > 0, "the diagnostics")

@@ -17,6 +17,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from textual.geometry import Size
+
+from cuda_llm.app.panes.layout import layout_for
+
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "tests" / "tui" / "tmux_app.py"
 STEP_S = 0.05  # how often a wait looks at the screen again
@@ -115,15 +119,21 @@ def app_command(args: list[str], env: dict[str, str], python: str | None = None)
     return f"cd {shlex.quote(str(ROOT))} && env PYTHONPATH={shlex.quote(str(ROOT))} {assignments} {argv}"
 
 
-# What each layout shows, to tell that the app has laid itself out for a size: the wide one's pane
-# borders, the narrow one's row of tabs.
+# What each layout shows, to tell that the app has laid itself out for a size (app/panes/layout.py):
+# the wide one's pane borders and no tabs, the split one's tabs and the kernel's border beside the
+# focused pane, the narrow one's tabs and no border.
 WIDE_MARK = "╭─ 1 prompt"
+BESIDE_MARK = "╭─ 2 kernel"
 NARROW_MARK = "1 Prompt  2 Kernel"
 
 
 def laid_out_for(screen: str, size: tuple[int, int]) -> bool:
-    wide = size[0] >= 140 and size[1] >= 40
+    mode = layout_for(Size(*size))
     lines = screen.splitlines()
     # The app draws its last row (the footer) only once it has the new size.
     whole = len(lines) >= size[1] - 1 and any("palette" in line for line in lines[-2:])
-    return whole and ((WIDE_MARK in screen) if wide else (NARROW_MARK in screen and WIDE_MARK not in screen))
+    if mode == "wide":
+        return whole and WIDE_MARK in screen and NARROW_MARK not in screen
+    if mode == "split":
+        return whole and NARROW_MARK in screen and BESIDE_MARK in screen
+    return whole and NARROW_MARK in screen and WIDE_MARK not in screen and BESIDE_MARK not in screen
