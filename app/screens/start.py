@@ -38,7 +38,7 @@ from cuda_llm.app.widgets.telemetry import TelemetryBar
 from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
-from cuda_llm.engine.llm.ollama_provider import OllamaProvider, ollama_url
+from cuda_llm.engine.llm.addresses import ollama_url
 from cuda_llm.engine.llm.spec import backend, parse_spec, person_writes, spec_forms
 from cuda_llm.engine.store.sessions import CRASH_PREFIX
 
@@ -329,6 +329,9 @@ class StartScreen(Screen[None]):
             return  # typed by the person, or the last one used: kept even if no server lists it now
         # Nothing chosen: the first model the local server offers, else manual, so the defaults
         # start a session (Enter, Enter, s).
+        # Imported here: the provider's module (and its HTTP stack) is not needed for the first frame.
+        from cuda_llm.engine.llm.ollama_provider import OllamaProvider
+
         first = next((i for i, m in enumerate(choices) if parse_spec(m.spec).kind == OllamaProvider.kind), None)
         if first is None:
             first = next(i for i, m in enumerate(choices) if person_writes(m.spec))
