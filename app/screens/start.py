@@ -121,12 +121,9 @@ class StartScreen(Screen[None]):
                     yield Label("Model", classes="section")
                     yield OptionList(id="model-list", compact=True)
                     yield Static(id="model-status")
-                    yield Input(
-                        c.model or "",
-                        placeholder=spec_forms(),
-                        id="model-spec",
-                        compact=True,
-                    )
+                    # Its placeholder (the spec's forms, read from every backend's class) is set once
+                    # the first frame is drawn: naming the forms imports every backend's module.
+                    yield Input(c.model or "", id="model-spec", compact=True)
                     with Horizontal(classes="field"):
                         yield Label("N candidates")
                         yield Input(str(c.candidates), type="integer", id="opt-n", compact=True)
@@ -172,6 +169,7 @@ class StartScreen(Screen[None]):
         self.reload_catalog()
         # Asked once the first frame is drawn: the screen shows at once, the models when the server answers.
         self.call_after_refresh(self.list_ollama_models)
+        self.call_after_refresh(self._name_the_spec_forms)
         self.query_one("#task-list", OptionList).focus()
         self.query_one("#sessions-filter", Input).display = False
         self._fit_columns(self.app.size.width)
@@ -222,6 +220,18 @@ class StartScreen(Screen[None]):
                 self.app._unnotify(note)
 
     # ---- data --------------------------------------------------------------------------------
+    def _first_ollama_endpoint(self, choices: list[ModelChoice]) -> int | None:
+        if not any(m.endpoint for m in choices):
+            return None
+        from cuda_llm.engine.llm.ollama_provider import OllamaProvider
+
+        return next(
+            (i for i, m in enumerate(choices) if m.endpoint and parse_spec(m.spec).kind == OllamaProvider.kind), None
+        )
+
+    def _name_the_spec_forms(self) -> None:
+        self.query_one("#model-spec", Input).placeholder = spec_forms()
+
     def reload_catalog(self) -> None:
         self.catalog = load_catalog(self.defaults.db)
         if self.catalog.error:
@@ -329,10 +339,10 @@ class StartScreen(Screen[None]):
             return  # typed by the person, or the last one used: kept even if no server lists it now
         # Nothing chosen: the first model the local server offers, else manual, so the defaults
         # start a session (Enter, Enter, s).
-        # Imported here: the provider's module (and its HTTP stack) is not needed for the first frame.
-        from cuda_llm.engine.llm.ollama_provider import OllamaProvider
-
-        first = next((i for i, m in enumerate(choices) if parse_spec(m.spec).kind == OllamaProvider.kind), None)
+        # The local server's models come first in `choices`; an endpoint of the same kind is asked
+        # for its backend only where there is none (whose module, with its HTTP stack, would
+        # otherwise load before the first frame).
+        first = 0 if self.ollama_models else self._first_ollama_endpoint(choices)
         if first is None:
             first = next(i for i, m in enumerate(choices) if person_writes(m.spec))
         options.highlighted = first
