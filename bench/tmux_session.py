@@ -182,7 +182,8 @@ def run(out: Path, tmux_path: str | None, fake_gpu: bool, size: tuple[int, int],
         try:
             tmux.start(app_command(args, env), size)
             tmux.pipe(raw)
-            tmux.wait_for(["New session", "vector_add"], START_S, "the start screen")
+            # "filter tasks", not a task's name: on a small screen vector_add lies below the list's end.
+            tmux.wait_for(["New session", "filter tasks"], START_S, "the start screen")
             time.sleep(1.0)  # keys sent before the app reads them are lost
             tmux.keys("/")
             tmux.text("vector_add")
