@@ -80,6 +80,7 @@ class ProgramStop:
     placements: int
     sm_clock_mhz: float | None
     placement_spread: float | None = None  # the spread the stop rule judged, within each placement
+    replays: int = 1  # plan runs per sample (a graph's K; 1 without a graph)
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,7 @@ def _stop(judgement) -> ProgramStop:
         t.placements,
         t.sm_clock_mhz,
         t.placement_spread,
+        t.replays,
     )
 
 

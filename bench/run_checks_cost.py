@@ -9,7 +9,11 @@ and without, the difference, and the rounds summed; and, per task and mode, the 
 baseline's samples are in the phase, not in the count): whether the checks cost more samples or
 more time per sample.
 
-    python -m bench.run_checks_cost [--tasks vector_add,softmax,...] [--repeats 3] [--json F]
+    python -m bench.run_checks_cost [--tasks vector_add,softmax,...] [--repeats 3] [--json F] [--programs]
+
+`--programs` also prints, for each task and mode, every timed program of the last round: its median,
+replays per sample, samples kept and discarded, the pooled spread the stop rule judged, the placements
+and the spread within them (where the extra samples of one mode go).
 
 `--tasks all` takes every built-in task with a one-launch baseline (the rounds' shape rule).
 """
@@ -23,7 +27,7 @@ import json
 import statistics
 import sys
 
-from bench.round_gpus import RoundResult, one_round
+from bench.round_gpus import ProgramStop, RoundResult, one_round
 from bench.round_tasks import TASKS, variants
 from cuda_llm.engine.core.settings import Settings
 from cuda_llm.engine.task import TaskLibrary
@@ -58,7 +62,10 @@ def sampling(r: RoundResult) -> tuple[int, float]:
     return sum(p.samples + p.discarded for p in r.programs), sum(ph.get("sample", 0.0) for ph in r.profile_phases_s)
 
 
-async def measure(names: list[str], repeats: int) -> tuple[dict[str, dict[str, list[Run]]], str]:
+Programs = dict[str, dict[str, tuple[ProgramStop, ...]]]  # task -> mode -> the last round's timed programs
+
+
+async def measure(names: list[str], repeats: int) -> tuple[dict[str, dict[str, list[Run]]], Programs, str]:
     from cuda_llm.engine.fsr.judging import open_environment
 
     envs = {}
@@ -69,17 +76,20 @@ async def measure(names: list[str], repeats: int) -> tuple[dict[str, dict[str, l
                 raise SystemExit(f"bench needs a GPU: {envs[mode].notice}")
         device = envs[MODES[0]].gpu.describe()
         out: dict[str, dict[str, list[Run]]] = {}
+        last: Programs = {}
         for name in names:
             cands = variants(name)
             judges = {mode: envs[mode].judge(TaskLibrary().get(name), settings_for(mode == MODES[0])) for mode in MODES}
             for mode in MODES:
                 await one_round(judges[mode], cands)  # warm-up: references, baseline, compilers
             out[name] = {mode: [] for mode in MODES}
+            last[name] = {}
             for _ in range(repeats):
                 for mode in MODES:
                     r = await one_round(judges[mode], cands)
                     out[name][mode].append((r.total_s, r.validate_s, r.profile_s, *sampling(r)))
-        return out, device
+                    last[name][mode] = r.programs
+        return out, last, device
     finally:
         for env in envs.values():
             await env.close()
@@ -90,9 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tasks", default=",".join(TASKS), help="comma-separated, or 'all'")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--json")
+    p.add_argument("--programs", action="store_true", help="every timed program of each task's last round")
     args = p.parse_args(argv)
     names = task_names(args.tasks)
-    runs, device = asyncio.run(measure(names, args.repeats))
+    runs, last, device = asyncio.run(measure(names, args.repeats))
     print(f"device: {device}; {args.repeats} rounds of 8 candidates per task and mode, medians")
     sums = {mode: 0.0 for mode in MODES}
     rows = {}
@@ -111,6 +122,15 @@ def main(argv: list[str] | None = None) -> int:
             f"{'':>24}  samples {on[3]:.0f} / {off[3]:.0f}; sample phase {on[4]:.2f} / {off[4]:.2f} s, "
             f"{per[MODES[0]]:.0f} / {per[MODES[1]]:.0f} us a sample"
         )
+        if args.programs:
+            for mode in MODES:
+                for prog in last[name][mode]:
+                    within = "-" if prog.placement_spread is None else f"{prog.placement_spread:.2%}"
+                    print(
+                        f"{'':>24}    {mode:>11} {prog.label:>28}: {prog.median_us:9.2f} us, K={prog.replays:<4} "
+                        f"{prog.samples:3d} kept + {prog.discarded} discarded, pooled spread {prog.rel_iqr:.2%}, "
+                        f"{prog.placements} placements, within {within}"
+                    )
     on, off = sums[MODES[0]], sums[MODES[1]]
     print(f"{'all rounds summed':>24}: {on:.2f} s with the checks, {off:.2f} s without ({on / off - 1:+.1%})")
     if args.json:
