@@ -131,6 +131,15 @@ class ValidationSettings:
     # larger ones are not run: at the field's sizes (a 6 GB input) each costs seconds and none can
     # change the verdict. The verdict says how many were not run.
     after_failure_max_bytes: int = 64 * 2**20
+    # A failing output up to this many bytes comes to the host whole to be described (the shape of
+    # the failure over every element: a second of host work and its size in memory, twice over with
+    # its float64 reference). A larger one is described from the device's counts and a window of
+    # `failure_window_elements` from its first wrong element: whole, a 6 GB output took 147 s and
+    # over 19 GB of the worker's host memory per failing case on an H200.
+    describe_whole_max_bytes: int = 256 * 2**20
+    # The window's length: a row of the widest outputs of the field's problems (393216 columns)
+    # several times over, 4-8 MB of host memory a window.
+    failure_window_elements: int = 1 << 20
 
 
 @dataclass(frozen=True)

@@ -140,6 +140,7 @@ class PromptBuilder:
             "exact": "bit-exact",
             "abs": f"|error| <= {tol.atol:g} + {tol.rtol:g} * |expected|",
             "rms": f"|error| <= {tol.atol:g} + {tol.rtol:g} * RMS(expected output)",
+            "rms_or_abs": f"|error| <= {tol.atol:g} + {tol.rtol:g} * max(|expected|, RMS(expected output))",
             "custom": f"|error| <= {tol.atol:g} + {tol.rtol:g} * (the task's error scale, e.g. the sum of |terms|)",
         }[tol.scale]
         nbytes, flops = t.bytes_and_flops(t.timing)

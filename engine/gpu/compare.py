@@ -17,7 +17,7 @@ from cuda_llm.engine.task import bfloat16
 from cuda_llm.engine.task.dtypes import DTYPES, dtype_of_numpy
 from cuda_llm.engine.task.dtypes import HALF_POISON as HALF_POISON
 from cuda_llm.engine.task.dtypes import WORD_POISON as INT_POISON  # noqa: F401  (re-exported)
-from cuda_llm.engine.task.model import Tolerance
+from cuda_llm.engine.task.model import RMS_SCALES, Tolerance
 
 # Outputs are poisoned before a run with the dtype table's bit patterns (HALF_POISON, INT_POISON);
 # an element still holding its poison after the run was never written.
@@ -70,7 +70,7 @@ def _poisoned(got: np.ndarray, dtype: str | None = None) -> np.ndarray:
 
 
 def output_rms(expected64: np.ndarray) -> float:
-    """The RMS of a whole (flat, float64) output: the base of the "rms" tolerance rule."""
+    """The RMS of a whole (flat, float64) output: the base of the "rms" and "rms_or_abs" rules."""
     return float(np.sqrt(np.dot(expected64, expected64) / expected64.size)) if expected64.size else 0.0
 
 
@@ -84,10 +84,10 @@ def allowed_error(
         return np.zeros(exp.shape)
     if tol.scale == "abs":
         base = np.abs(exp)
-    elif tol.scale == "rms":
+    elif tol.scale in RMS_SCALES:
         if rms is None:
             rms = float(np.sqrt(np.mean(exp * exp))) if exp.size else 0.0
-        base = np.full(exp.shape, rms)
+        base = np.full(exp.shape, rms) if tol.scale == "rms" else np.maximum(np.abs(exp), rms)
     else:
         if scale is None:
             raise ValueError("tolerance scale 'custom' needs the reference's error_scale()")
@@ -221,9 +221,11 @@ def compare_output(
     scale: np.ndarray | None = None,
     max_mismatches: int = 8,
     dtype: str | None = None,
+    rms: float | None = None,
 ) -> OutputComparison:
     """Check every element of `got` against `expected` under `tol`. `dtype` is the output's task dtype
-    (needed where the host array carries another's bits: bfloat16 as uint16).
+    (needed where the host array carries another's bits: bfloat16 as uint16). `rms`: the whole
+    output's RMS where `expected` is a slice of it (engine/gpu/failure_window.py); else computed here.
 
     Large outputs are compared in slices on a thread pool (NumPy releases the GIL), so a
     33-million-element output takes a fraction of a second on a workstation."""
@@ -231,7 +233,8 @@ def compare_output(
     exp64 = np.ascontiguousarray(expected, dtype=np.float64).reshape(-1)
     flat_got = np.ascontiguousarray(got).reshape(-1)
     flat_scale = None if scale is None else np.asarray(scale).reshape(-1)
-    rms = output_rms(exp64) if tol.scale == "rms" else 0.0
+    if rms is None:
+        rms = output_rms(exp64) if tol.scale in RMS_SCALES else 0.0
     bounds = [(i, min(i + CHUNK_ELEMENTS, exp64.size)) for i in range(0, exp64.size, CHUNK_ELEMENTS)] or [(0, 0)]
     if len(bounds) > 1:
         with ThreadPoolExecutor(max_workers=min(len(bounds), os.cpu_count() or 1)) as pool:

@@ -3,9 +3,10 @@
 The float64 reference (and a custom tolerance's scale) is on the device only while the comparison
 runs: lent by the worker's vault (engine/gpu/expected_vault.py: device memory that has an address only
 then), or else uploaded into a buffer that is wiped before it is freed. No candidate kernel runs
-meanwhile, so a kernel can never find the expected values in memory and copy them. Only four counters
-come back. An output that passes is fully judged this way; one that fails is downloaded and compared
-on the host, which also finds the first mismatches and the shape of the failure.
+meanwhile, so a kernel can never find the expected values in memory and copy them. Only six counters
+come back. An output that passes is fully judged this way; one that fails is described on the host
+(the first mismatches and the shape of the failure): downloaded whole when small, else a window from
+its first wrong element (engine/gpu/failure_window.py), so host memory stays bounded at any size.
 """
 
 from __future__ import annotations
@@ -35,9 +36,28 @@ def compare_on_device(
     timeout_s: float,
     vault: ExpectedVault | None = None,
 ) -> tuple[int, OutputComparison | None]:
-    """(wrong elements, the comparison when nothing is wrong). `rms` is the output's RMS for the "rms"
-    rule (ReferenceCase.rms, computed once). With wrong elements the caller downloads `got` and
-    describes the failure with compare_output(). `vault`: the worker's device copies of the expected
+    """(wrong elements, the comparison when nothing is wrong): device_comparison() for callers that
+    need only the count."""
+    result, passed = device_comparison(ctx, harness, got, spec, expected, scale, tol, rms, timeout_s, vault)
+    return result.wrong, passed
+
+
+def device_comparison(
+    ctx: Context,
+    harness: Harness,
+    got: DeviceBuffer,
+    spec: BufferSpec,
+    expected: np.ndarray | Sealable,
+    scale: np.ndarray | None,
+    tol: Tolerance,
+    rms: float,
+    timeout_s: float,
+    vault: ExpectedVault | None = None,
+) -> tuple[DeviceComparison, OutputComparison | None]:
+    """(the device's counts, the comparison when nothing is wrong). `rms` is the output's RMS for the
+    "rms" and "rms_or_abs" rules (ReferenceCase.rms, computed once). With wrong elements the caller
+    describes the failure with compare_output(), on the whole output or on a window from the first
+    wrong element (engine/gpu/failure_window.py). `vault`: the worker's device copies of the expected
     values, mapped for this comparison only; without it (or when it cannot hold them) they are
     uploaded. `expected` may be Sealable (expected_vault.Sealed): values made on the device (an
     imported task's), lent for this comparison and unmapped after it like the vault's."""
@@ -81,7 +101,7 @@ def compare_on_device(
             put_away()
         raise
     put_away()
-    return _judged(spec, int(exp64.size), result)
+    return result, _passed(spec, int(exp64.size), result)
 
 
 def _compare_sealed(
@@ -93,7 +113,7 @@ def _compare_sealed(
     tol: Tolerance,
     rms: float,
     timeout_s: float,
-) -> tuple[int, OutputComparison | None]:
+) -> tuple[DeviceComparison, OutputComparison | None]:
     # The candidate's kernels have finished before the expected values have an address.
     ctx.wait(timeout_s)
     exp_dev = expected.lend()
@@ -105,13 +125,13 @@ def _compare_sealed(
             expected.give_back()
         raise
     expected.give_back()
-    return _judged(spec, expected.count, result)
+    return result, _passed(spec, expected.count, result)
 
 
-def _judged(spec: BufferSpec, count: int, result: DeviceComparison) -> tuple[int, OutputComparison | None]:
+def _passed(spec: BufferSpec, count: int, result: DeviceComparison) -> OutputComparison | None:
     if result.wrong:
-        return result.wrong, None
-    return 0, OutputComparison(
+        return None
+    return OutputComparison(
         output=spec.name,
         checked=count,
         wrong=0,

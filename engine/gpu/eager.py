@@ -21,7 +21,7 @@ import numpy as np
 from cuda_llm.engine.core.errors import describe
 from cuda_llm.engine.gpu.library import BoundLibrary, LibraryError
 from cuda_llm.engine.task.dtypes import DTYPES
-from cuda_llm.engine.task.model import SizeCase, Task
+from cuda_llm.engine.task.model import RMS_SCALES, SizeCase, Task
 from cuda_llm.engine.torchtask.runtime import bits_view
 
 if TYPE_CHECKING:
@@ -240,7 +240,7 @@ class EagerProgram:
                             )
                         held.append(t)
                         outputs[b.name] = (DeviceBuffer(int(t.data_ptr()), int(t.numel() * 8)), int(t.numel()))
-                        if task.tolerance.scale == "rms":
+                        if task.tolerance.scale in RMS_SCALES:
                             # The norm over the root of the count: no temporary the output's size.
                             n = t.numel()
                             rms[b.name] = float(torch.linalg.vector_norm(t)) / n**0.5 if n else 0.0

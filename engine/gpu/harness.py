@@ -153,9 +153,13 @@ extern "C" __global__ void harness_count_diff(const uint4* __restrict__ a, const
 // does on the host: err = |double(got) - expected|; "exact" wants err == 0, the other rules
 // err <= rtol * base + atol (base = |expected|, the output's RMS, or a per-element scale), rounded
 // step by step as NumPy does (no fused multiply-add). Elements still holding the poison bit pattern
-// were never written. Totals land in out[0..3]: wrong, unwritten, the bits of the largest finite
-// error/bound ratio (non-negative doubles order like their bits), and how many ratios were not
-// finite. A passing output needs nothing more; a failing one is downloaded and described on the host.
+// were never written. Totals land in out[0..5]: wrong, unwritten, the bits of the largest finite
+// error/bound ratio (non-negative doubles order like their bits), how many ratios were not finite,
+// the complement of the first wrong element's index (the largest complement is the smallest index;
+// 0: none) and the last wrong index plus one (0: none). A passing output needs nothing more; a failing
+// one is described on the host, whole or, when too large to bring there, from the first wrong index.
+// Rules: 0 exact, 1 |expected|, 2 the output's RMS, 3 a per-element scale, 4 the larger of |expected|
+// and the output's RMS.
 __device__ __forceinline__ float harness_half_to_float(unsigned short b)
 {
     float f;
@@ -170,7 +174,7 @@ __device__ void compare_output(const Bits* __restrict__ got, const double* __res
                                unsigned long long* out)
 {
     const double inf = __longlong_as_double(0x7FF0000000000000ull);
-    unsigned long long wrong = 0, unwritten = 0, nonfinite = 0;
+    unsigned long long wrong = 0, unwritten = 0, nonfinite = 0, first_not = 0, last_plus = 0;
     double worst = 0.0;
     ToDouble to_double;
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
@@ -184,7 +188,7 @@ __device__ void compare_output(const Bits* __restrict__ got, const double* __res
             ok = err == 0.0;
             ratio = ok ? 0.0 : inf;
         } else {
-            double base = mode == 1 ? fabs(e) : mode == 2 ? rms : scale[i];
+            double base = mode == 1 ? fabs(e) : mode == 2 ? rms : mode == 3 ? scale[i] : fmax(rms, fabs(e));
             double bound = __dadd_rn(__dmul_rn(base, rtol), atol);
             ok = err <= bound;  // NaN never passes
             ratio = bound > 0.0 ? __ddiv_rn(err, bound) : (err > 0.0 ? inf : 0.0);
@@ -193,7 +197,11 @@ __device__ void compare_output(const Bits* __restrict__ got, const double* __res
             ++unwritten;
             ok = false;
         }
-        wrong += ok ? 0 : 1;
+        if (!ok) {
+            ++wrong;
+            first_not = first_not ? first_not : ~i;  // a thread's indices rise: its first is its smallest
+            last_plus = i + 1;
+        }
         if (isfinite(ratio)) {
             worst = fmax(worst, ratio);
         } else {
@@ -205,12 +213,18 @@ __device__ void compare_output(const Bits* __restrict__ got, const double* __res
         unwritten += __shfl_down_sync(0xffffffffu, unwritten, offset);
         nonfinite += __shfl_down_sync(0xffffffffu, nonfinite, offset);
         worst = fmax(worst, __shfl_down_sync(0xffffffffu, worst, offset));
+        unsigned long long f = __shfl_down_sync(0xffffffffu, first_not, offset);
+        unsigned long long l = __shfl_down_sync(0xffffffffu, last_plus, offset);
+        first_not = f > first_not ? f : first_not;
+        last_plus = l > last_plus ? l : last_plus;
     }
     if ((threadIdx.x & 31) == 0) {
         if (wrong) atomicAdd(out, wrong);
         if (unwritten) atomicAdd(out + 1, unwritten);
         atomicMax(out + 2, (unsigned long long)__double_as_longlong(worst));
         if (nonfinite) atomicAdd(out + 3, nonfinite);
+        if (first_not) atomicMax(out + 4, first_not);
+        if (last_plus) atomicMax(out + 5, last_plus);
     }
 }
 
@@ -266,7 +280,7 @@ def compile_harness(arch: str) -> bytes:
 
 
 # The tolerance rules the comparison knows.
-_COMPARE_MODES = {"exact": 0, "abs": 1, "rms": 2, "custom": 3}
+_COMPARE_MODES = {"exact": 0, "abs": 1, "rms": 2, "custom": 3, "rms_or_abs": 4}
 
 
 @dataclass(frozen=True)
@@ -275,6 +289,8 @@ class DeviceComparison:
     unwritten: int  # still holding the poison
     worst_ratio: float  # the largest finite |error| / allowed error
     nonfinite: int  # elements whose ratio is infinite or NaN (only ever wrong ones)
+    first_wrong: int | None = None  # the smallest flat index of a wrong element (None: none wrong)
+    last_wrong: int | None = None  # the largest
 
 
 @dataclass
@@ -295,7 +311,7 @@ class Harness:
     flush_buffer: DeviceBuffer
     sink: DeviceBuffer
     counter: DeviceBuffer
-    totals: DeviceBuffer  # the comparison's four counters
+    totals: DeviceBuffer  # the comparison's six counters
     sm_count: int
     shared_optin: int
 
@@ -308,7 +324,7 @@ class Harness:
         ctx.zero(flush_buffer.ptr, flush_buffer.nbytes)
         sink = ctx.alloc(4)
         counter = ctx.alloc(8)
-        totals = ctx.alloc(4 * 8)
+        totals = ctx.alloc(6 * 8)
         fn = lambda name: ctx.function(module, name)  # noqa: E731
         harness = cls(
             ctx=ctx,
@@ -397,9 +413,17 @@ class Harness:
             ]
         )
         self.ctx.launch(self.compare_fns[dtype], (4 * self.sm_count, 1, 1), (256, 1, 1), 0, params)
-        out = self._read_counters(self.totals, 4, timeout_s)
+        out = self._read_counters(self.totals, 6, timeout_s)
         worst = float(out[2:3].view(np.float64)[0])
-        return DeviceComparison(wrong=int(out[0]), unwritten=int(out[1]), worst_ratio=worst, nonfinite=int(out[3]))
+        first = int(~out[4]) if out[4] else None  # stored as its complement (see the kernel)
+        return DeviceComparison(
+            wrong=int(out[0]),
+            unwritten=int(out[1]),
+            worst_ratio=worst,
+            nonfinite=int(out[3]),
+            first_wrong=first,
+            last_wrong=int(out[5]) - 1 if out[5] else None,
+        )
 
     def delay_us(self, us: float) -> None:
         self.ctx.launch(self.delay, (1, 1, 1), (1, 1, 1), 0, pack_params([("uint64", int(us * 1000))]))

@@ -10,7 +10,7 @@ from typing import Protocol
 import numpy as np
 
 from cuda_llm.engine.gpu.compare import output_rms
-from cuda_llm.engine.task.model import SizeCase, Task
+from cuda_llm.engine.task.model import RMS_SCALES, SizeCase, Task
 from cuda_llm.engine.task.reference import Reference, load_reference
 
 # Host memory the cache may hold: the timing-size case of the largest task (inputs plus a float64
@@ -110,7 +110,7 @@ class ReferenceCache:
         for arr in (scale or {}).values():
             arr.setflags(write=False)  # like the expected values: the GPU worker may hold a copy by identity
         rms = {}
-        if task.tolerance.scale == "rms":
+        if task.tolerance.scale in RMS_SCALES:
             rms = {name: output_rms(arr.reshape(-1)) for name, arr in (expected or {}).items()}
         entry = ReferenceCase(inputs, expected, scale, rms)
         self._cases[key] = entry

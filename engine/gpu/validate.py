@@ -17,11 +17,12 @@ import numpy as np
 from cuda_llm.engine.core.settings import ValidationSettings
 from cuda_llm.engine.gpu.compare import HALF_POISON, INT_POISON, Mismatch, OutputComparison, compare_output
 from cuda_llm.engine.gpu.device_cases import DeviceCase, TaskCases
-from cuda_llm.engine.gpu.device_compare import compare_on_device
+from cuda_llm.engine.gpu.device_compare import device_comparison
 from cuda_llm.engine.gpu.device_state import DeviceState, reset_for_run
 from cuda_llm.engine.gpu.driver import Context, CuModule, DeviceBuffer, allocated_bytes, is_fatal
 from cuda_llm.engine.gpu.expected_vault import ExpectedVault
-from cuda_llm.engine.gpu.harness import Harness
+from cuda_llm.engine.gpu.failure_window import describe_from_window
+from cuda_llm.engine.gpu.harness import DeviceComparison, Harness
 from cuda_llm.engine.gpu.input_masters import InputMasters
 from cuda_llm.engine.gpu.phases import PhaseClock
 from cuda_llm.engine.gpu.protocol import CaseReport, DeviceInfo, LaunchResources, ValidationReport
@@ -211,7 +212,7 @@ def run_case(
         for b in task.outputs:
             scale = ref.scale[b.name] if ref.scale else None
             with phase("compare"):
-                _wrong, passed = compare_on_device(
+                result, passed = device_comparison(
                     ctx,
                     harness,
                     first_run[b.name],
@@ -225,6 +226,14 @@ def run_case(
                 )
             if passed is not None and same.get(b.name, True):
                 comparisons.append(passed)
+                continue
+            if bufs.device[b.name].nbytes > settings.describe_whole_max_bytes:
+                with phase("compare"):
+                    comparison, why = judge_runs_on_device(
+                        ctx, harness, bufs, b, ref, task, settings, (result, passed), same.get(b.name, True), vault
+                    )
+                comparisons.append(comparison)
+                problem = problem or why
                 continue
             # A failure: both runs come to the host to be described.
             with phase("download"):
@@ -304,17 +313,74 @@ def judge_runs_on_host(
         again = compare(second)
         if again.passed:
             return result, None  # not bit-identical, yet both right (say, float atomics in another order)
-        return again, (
-            f"two runs on the same inputs differ: the second run leaves {again.wrong} "
-            f"element(s) of {name!r} wrong (a race, or a read of memory nothing "
-            "wrote, e.g. uninitialised shared memory)"
-        )
+        return again, _second_run_wrong(name, again.wrong)
     if not np.array_equal(first, second, equal_nan=True):
-        return result, (
-            f"results also differ between two runs on the same inputs ({name!r}): "
-            "a race or a read of uninitialised memory"
-        )
+        return result, _runs_differ(name)
     return result, None
+
+
+def _second_run_wrong(name: str, wrong: int) -> str:
+    return (
+        f"two runs on the same inputs differ: the second run leaves {wrong} "
+        f"element(s) of {name!r} wrong (a race, or a read of memory nothing "
+        "wrote, e.g. uninitialised shared memory)"
+    )
+
+
+def _runs_differ(name: str) -> str:
+    return (
+        f"results also differ between two runs on the same inputs ({name!r}): a race or a read of uninitialised memory"
+    )
+
+
+def judge_runs_on_device(
+    ctx: Context,
+    harness: Harness,
+    bufs: BufferSet,
+    spec: BufferSpec,
+    ref: ReferenceCase | DeviceCase,
+    task: Task,
+    settings: ValidationSettings,
+    first: tuple[DeviceComparison, OutputComparison | None],
+    same: bool,
+    vault: ExpectedVault | None,
+) -> tuple[OutputComparison, str | None]:
+    """judge_runs_on_host() for an output too large to bring to the host whole: `first` is the device
+    comparison of the first run (its snapshot); the second run, where it differs from the first, is
+    compared on the device too; a failing run is described from a window (engine/gpu/failure_window.py)."""
+    assert ref.expected is not None
+    expected = ref.expected[spec.name]
+    scale = ref.scale[spec.name] if ref.scale else None
+    rms = ref.rms_of(spec.name)
+    timeout = settings.launch_timeout_s
+
+    def describe(got: DeviceBuffer, result: DeviceComparison) -> OutputComparison:
+        return describe_from_window(
+            ctx,
+            spec.name,
+            spec.dtype,
+            bufs.shapes[spec.name],
+            got,
+            expected,
+            scale,
+            task.tolerance,
+            rms,
+            result,
+            settings.failure_window_elements,
+            settings.mismatches_reported,
+            timeout,
+        )
+
+    result, passed = first
+    if passed is None:
+        return describe(bufs.copies[spec.name], result), None if same else _runs_differ(spec.name)
+    assert not same, "a passing first run the second run matches needs no description"
+    again, passed_again = device_comparison(
+        ctx, harness, bufs.device[spec.name], spec, expected, scale, task.tolerance, rms, timeout, vault
+    )
+    if passed_again is not None:
+        return passed, None  # not bit-identical, yet both right (say, float atomics in another order)
+    return describe(bufs.device[spec.name], again), _second_run_wrong(spec.name, again.wrong)
 
 
 def summarize(task: Task, cases: list[CaseReport], not_run: int = 0) -> str:

@@ -26,7 +26,7 @@ BOOL_POISON = 0xBA
 class OutputRule:
     """How an imported module's output of this dtype is compared with the float64 reference."""
 
-    scale: Literal["rms", "exact"]
+    scale: Literal["rms_or_abs", "exact"]
     rtol: float
     why: str
 
@@ -76,10 +76,12 @@ DTYPES: dict[str, DType] = {
             compare_bits="unsigned int",
             to_double="(double)__uint_as_float(b)",
             output_rule=OutputRule(
-                "rms",
+                "rms_or_abs",
                 1e-4,
-                "fp32 rounding in any summation order stays near 1e-6 of the output's RMS; fp16, bf16 or tf32 "
-                "inputs or math (2^-11 relative) land near 1e-3 and fail",
+                "fp32 rounding in any summation order stays near 1e-6 of the output's RMS, or of the element "
+                "where it is larger (a wide softmax's peaks carry their exp's rounding, ~1e-7 of themselves, "
+                "and are thousands of times the RMS); fp16, bf16 or tf32 inputs or math (2^-11 relative) "
+                "land near 1e-3 and fail",
             ),
         ),
         DType(
@@ -94,7 +96,7 @@ DTYPES: dict[str, DType] = {
             compare_bits="unsigned long long",
             to_double="__longlong_as_double(b)",
             output_rule=OutputRule(
-                "rms", 1e-9, "float64 math against the float64 reference: only the summation order differs"
+                "rms_or_abs", 1e-9, "float64 math against the float64 reference: only the summation order differs"
             ),
         ),
         DType(
@@ -110,7 +112,7 @@ DTYPES: dict[str, DType] = {
             to_double="(double)harness_half_to_float(b)",
             header="cuda_fp16.h",
             output_rule=OutputRule(
-                "rms",
+                "rms_or_abs",
                 1e-2,
                 "the fp16 output's own rounding (2^-11 of each element) with fp32 accumulation; a wrong "
                 "element or a missed tail is far outside",
@@ -136,7 +138,7 @@ DTYPES: dict[str, DType] = {
             # rounding every intermediate to bf16 0.56; a dot product of 256 terms accumulated in
             # bf16 is 3x over it, of 1024 terms 6x.
             output_rule=OutputRule(
-                "rms",
+                "rms_or_abs",
                 5e-2,
                 "bf16 outputs carry their own rounding (8 significant bits: up to 2^-8 of each element, which is "
                 "up to ~8x the output's RMS in "

@@ -19,7 +19,7 @@ TASK_FILE = "task.toml"
 REFERENCE_FILE = "reference.py"
 CATEGORIES = ("memory", "reduction", "ai", "compute")
 PEAKS = ("fp32", "fp16_tensor", "none")
-SCALES = ("abs", "rms", "custom", "exact")
+SCALES = ("abs", "rms", "rms_or_abs", "custom", "exact")
 _TOP_KEYS = {
     "name",
     "summary",

@@ -16,8 +16,11 @@ Role = Literal["input", "output"]
 # Which ceiling the roofline's flops term is measured against.
 PeakUnit = Literal["fp32", "fp16_tensor", "none"]
 # How a tolerance scales: to |expected| element by element, to the RMS of the expected output,
-# to a per-element scale the reference computes (e.g. the running sum of |x| for a scan), or exact.
-ToleranceScale = Literal["abs", "rms", "custom", "exact"]
+# to the larger of the two element by element ("rms_or_abs"), to a per-element scale the reference
+# computes (e.g. the running sum of |x| for a scan), or exact.
+ToleranceScale = Literal["abs", "rms", "rms_or_abs", "custom", "exact"]
+# The rules that need the whole expected output's RMS.
+RMS_SCALES = frozenset({"rms", "rms_or_abs"})
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,8 @@ validation = [{ n = 1 }, { n = 3 }, { n = 1000 }, { n = 65537 }, { n = 1048579 }
 
 [tolerance]
 # An output element passes when |got - expected| <= atol + rtol * scale, where scale is
-# "abs" (|expected|, element by element), "rms" (the RMS of the expected output), "custom"
+# "abs" (|expected|, element by element), "rms" (the RMS of the expected output), "rms_or_abs"
+# (the larger of the two, element by element), "custom"
 # (the per-element error_scale() of reference.py) or "exact" (bit for bit; no rtol or atol).
 # Choose rtol so that correct fp32 code passes with a 10x margin and fp16 shortcuts fail.
 # Here: one fp32 rounding of factor * x, |error| <= 2^-24 |y| (6e-8); 1e-6 leaves a 16x

@@ -82,8 +82,10 @@ def _toml_table(values: Mapping[str, object]) -> str:
 
 def _tolerance(outputs: tuple[TensorFacts, ...]) -> tuple[str, float, str]:
     """The loosest of the outputs' rules (engine/task/dtypes.py `output_rule`). Float outputs are
-    compared with |error| <= rtol * RMS(expected output): a relative measure that does not blow up
-    where an output element is near zero, as a sum with cancellation or softmax's small entries are."""
+    compared with |error| <= rtol * max(|expected|, RMS(expected output)): relative to the whole
+    output where an element is near zero (a sum with cancellation, softmax's small entries), and to
+    the element where it stands far above the RMS (a wide softmax's peaks, whose exp rounds by a
+    share of their own size)."""
     rule = max((DTYPES[t.dtype].output_rule for t in outputs), key=lambda r: r.rtol)
     return rule.scale, rule.rtol, rule.why
 

@@ -56,12 +56,15 @@ def test_empty_buffers_differ_in_nothing_and_compare_clean(harness):
 COMPARE_CASES = [
     ("float32", Tolerance("abs", 1e-6, 1e-12)),
     ("float32", Tolerance("rms", 3e-4, 1e-30)),
+    ("float32", Tolerance("rms_or_abs", 1e-4, 1e-30)),
     ("float32", Tolerance("custom", 1e-5, 1e-30)),
     ("float32", Tolerance("exact", 0.0, 0.0)),
     ("float64", Tolerance("abs", 1e-12, 1e-30)),
     ("float16", Tolerance("custom", 1e-3, 1e-30)),
     ("bfloat16", Tolerance("abs", 2.0**-8, 1e-30)),
     ("bfloat16", Tolerance("rms", 5e-2, 1e-30)),
+    ("bfloat16", Tolerance("rms_or_abs", 5e-2, 1e-30)),
+    ("float16", Tolerance("rms_or_abs", 1e-2, 1e-30)),
     ("bfloat16", Tolerance("exact", 0.0, 0.0)),
     ("int32", Tolerance("exact", 0.0, 0.0)),
     ("uint32", Tolerance("exact", 0.0, 0.0)),
@@ -113,16 +116,17 @@ def _spoil(got: np.ndarray, rng: np.random.Generator, dtype: str) -> None:
 
 
 def _device_compare(harness, got: np.ndarray, dtype: str, expected, scale, tol):
-    from cuda_llm.engine.gpu.device_compare import compare_on_device
-    from cuda_llm.engine.task.model import BufferSpec
+    """(the device's counts, the comparison when nothing is wrong)."""
+    from cuda_llm.engine.gpu.device_compare import device_comparison
+    from cuda_llm.engine.task.model import RMS_SCALES, BufferSpec
 
     ctx = harness.ctx
     buf = ctx.alloc(got.nbytes)
     try:
         ctx.upload(buf, got)
         spec = BufferSpec("out", dtype, (str(got.size),), "output")
-        rms = output_rms(np.ascontiguousarray(expected, dtype=np.float64)) if tol.scale == "rms" else 0.0
-        return compare_on_device(ctx, harness, buf, spec, expected, scale, tol, rms, 10.0)
+        rms = output_rms(np.ascontiguousarray(expected, dtype=np.float64)) if tol.scale in RMS_SCALES else 0.0
+        return device_comparison(ctx, harness, buf, spec, expected, scale, tol, rms, 10.0)
     finally:
         ctx.free(buf)
 
@@ -133,18 +137,22 @@ def test_device_comparison_agrees_with_the_host(harness, dtype, tol):
     n = 300_007
     expected, got, scale = _data(dtype, n, rng, tol.scale == "exact")
     host = compare_output("out", expected, got, tol, scale, dtype=dtype)
-    wrong, passed = _device_compare(harness, got, dtype, expected, scale, tol)
-    assert host.passed and wrong == 0 and passed is not None
+    result, passed = _device_compare(harness, got, dtype, expected, scale, tol)
+    assert host.passed and result.wrong == 0 and passed is not None
+    assert result.first_wrong is None and result.last_wrong is None
     assert passed.output == "out"
     assert passed.checked == host.checked == n
     # The same arithmetic in the same order: the worst ratio is the host's to the last bit.
     assert passed.worst_ratio == host.worst_ratio
 
     _spoil(got, rng, dtype)
-    host = compare_output("out", expected, got, tol, scale, dtype=dtype)
-    wrong, passed = _device_compare(harness, got, dtype, expected, scale, tol)
+    host = compare_output("out", expected, got, tol, scale, dtype=dtype, max_mismatches=n)
+    result, passed = _device_compare(harness, got, dtype, expected, scale, tol)
     assert passed is None
-    assert wrong == host.wrong > 0
+    assert result.wrong == host.wrong > 0
+    # The first and last wrong index, which a failure too large for the host is described from.
+    wrong_at = [m.index[0] for m in host.mismatches]
+    assert (result.first_wrong, result.last_wrong) == (min(wrong_at), max(wrong_at))
 
 
 def test_device_comparison_counts_every_wrong_element_of_a_large_output(harness):
@@ -156,9 +164,9 @@ def test_device_comparison_counts_every_wrong_element_of_a_large_output(harness)
     expected = np.arange(n, dtype=np.float64)
     got = (expected * 2.0 + 1.0).astype(np.float32)  # exact in float32 (below 2^24), and far outside 1e-6
     tol = Tolerance("abs", 1e-6, 1e-12)
-    wrong, passed = _device_compare(harness, got, "float32", expected, None, tol)
+    result, passed = _device_compare(harness, got, "float32", expected, None, tol)
     assert passed is None
-    assert wrong == n
+    assert (result.wrong, result.first_wrong, result.last_wrong) == (n, 0, n - 1)
 
 
 def test_device_comparison_counts_unwritten_elements(harness):

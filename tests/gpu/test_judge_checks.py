@@ -16,7 +16,7 @@ pytestmark = pytest.mark.gpu
 RTOL = 1e-4  # far above fp32's rounding, so 0.5x and 1.5x of the bound are what the data says
 
 
-@pytest.mark.parametrize("scale", ["abs", "rms"])
+@pytest.mark.parametrize("scale", ["abs", "rms", "rms_or_abs"])
 def test_the_device_bound_is_the_tolerance_itself(harness, scale):
     """Elements off by 1.5x the allowed error are wrong, those off by 0.5x are not: a kernel that
     allowed twice the error (or half) counts another number."""
@@ -25,11 +25,12 @@ def test_the_device_bound_is_the_tolerance_itself(harness, scale):
     got = (rng.standard_normal(n) * 10.0 + 50.0).astype(np.float32)
     expected = got.astype(np.float64)
     tol = Tolerance(scale, RTOL, 1e-30)
-    base = np.abs(expected) if scale == "abs" else np.full(n, np.sqrt(np.mean(expected * expected)))
+    rms_before = np.full(n, np.sqrt(np.mean(expected * expected)))
+    base = {"abs": np.abs(expected), "rms": rms_before, "rms_or_abs": np.maximum(np.abs(expected), rms_before)}[scale]
     over, under = rng.choice(n, size=(2, 500), replace=False)
     expected[over] += 1.5 * RTOL * base[over]
     expected[under] -= 0.5 * RTOL * base[under]
-    rms = float(np.sqrt(np.mean(expected * expected))) if scale == "rms" else 0.0
+    rms = float(np.sqrt(np.mean(expected * expected))) if scale != "abs" else 0.0
     ctx = harness.ctx
     buf, exp_dev = ctx.alloc(got.nbytes), ctx.alloc(expected.nbytes)
     try:

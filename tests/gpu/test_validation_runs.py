@@ -10,9 +10,17 @@ summary, passed every GPU test before.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import re
 
 import pytest
+from gpu_session import TEST_LAUNCH_TIMEOUT_S
+
+from cuda_llm.engine.core.settings import Settings, ValidationSettings
+from cuda_llm.engine.fsr.judging import open_environment
+from cuda_llm.engine.judge.judgement import Candidate
+from cuda_llm.engine.task import TaskLibrary
 
 pytestmark = pytest.mark.gpu
 
@@ -340,3 +348,58 @@ def test_a_worker_with_no_room_for_device_copies_uploads_and_judges_alike(gpu, m
     else:
         assert result.verdict == "wrong", result.summary
         assert "wrote to input 'b'" in (result.cases[0].problem or ""), result.cases[0]
+
+
+def _judged_with_windows(candidates: list[tuple[str, str]]) -> list:
+    """`candidates` judged by a worker of its own that describes every failing output from a window
+    (ValidationSettings.describe_whole_max_bytes = 0), as it does outputs too large for the host."""
+    validation = dataclasses.replace(
+        ValidationSettings(), launch_timeout_s=TEST_LAUNCH_TIMEOUT_S, describe_whole_max_bytes=0
+    )
+    settings = Settings(validation=validation)
+    task = TaskLibrary().get("vector_add")
+
+    async def judge_all() -> list:
+        env = await open_environment(settings)
+        try:
+            judge = env.judge(task, settings)
+            cands = [Candidate(label, src, task.baseline_plan, origin="user") for label, src in candidates]
+            return [await judge.judge(c) for c in cands]
+        finally:
+            await env.close()
+
+    return asyncio.run(judge_all())
+
+
+def test_a_failure_described_from_a_window_lists_what_the_whole_output_lists(gpu):
+    """An output too large for the host is described from the device's counts and a window from its
+    first wrong element (engine/gpu/failure_window.py): the verdict, the counts and the first
+    mismatches are those of the whole output brought to the host; the second run's failure is found
+    on the device too; a correct kernel is still correct."""
+    candidates = [
+        ("first_three", FIRST_THREE_WRONG),
+        ("wrong_when_large", WRONG_WHEN_LARGE),
+        ("second_run_wrong", ALTERNATING.replace("WRONG_PARITY", "1u")),
+        ("baseline", gpu.task("vector_add").baseline_source),
+    ]
+    windowed = _judged_with_windows(candidates)
+    for (label, source), w in zip(candidates, windowed, strict=True):
+        whole = gpu.judge("vector_add", source, label=label)
+        assert w.status == whole.status, (label, w.message, whole.message)
+        if whole.status == "correct":
+            continue
+        pairs = list(zip(w.validation.cases, whole.validation.cases, strict=True))
+        for a, b in pairs:
+            assert (a.label, a.passed, a.checked, a.wrong, a.unwritten, a.problem) == (
+                b.label,
+                b.passed,
+                b.checked,
+                b.wrong,
+                b.unwritten,
+                b.problem,
+            ), label
+        assert w.validation.mismatches == whole.validation.mismatches, label
+        assert w.validation.summary == whole.validation.summary, label
+    assert "the first 3 elements (flat) are wrong" in windowed[0].validation.patterns, windowed[0].validation.patterns
+    large = windowed[1].validation
+    assert large.patterns == ("the last 16777216 elements (flat) are wrong",), large.patterns

@@ -65,9 +65,12 @@ def test_harness_load_and_launch_parameter_counts():
             assert h.count_diff(a, b, 1.0) == 7  # the counter's value, as downloaded
 
     def compare(got):
-        with mock.patch("cuda_llm.engine.gpu.harness.np.zeros", return_value=np.array([3, 1, 0, 2], dtype=np.uint64)):
+        # The first wrong index comes back as its complement, the last plus one (0 meaning none).
+        counters = np.array([3, 1, 0, 2, ~np.uint64(17), 91], dtype=np.uint64)
+        with mock.patch("cuda_llm.engine.gpu.harness.np.zeros", return_value=counters):
             result = h.compare(got, "float32", 100, got, None, Tolerance("abs", 1e-6, 0.0), 0.0, 1.0)
         assert (result.wrong, result.unwritten, result.nonfinite, result.worst_ratio) == (3, 1, 2, 0.0)
+        assert (result.first_wrong, result.last_wrong) == (17, 90)
 
     calls["compare"] = (compare, (mock.MagicMock(ptr=1, nbytes=400),), 11)
     calls["diff"] = (count_diff, (mock.MagicMock(ptr=1, nbytes=1 << 20), mock.MagicMock(ptr=2, nbytes=1 << 20)), 4)

@@ -76,6 +76,35 @@ def test_rms_scale_uses_the_rms_passed_in_rather_than_the_slices():
     assert bound.tolist() == pytest.approx([1.25, 1.25, 1.25])
 
 
+def test_rms_or_abs_scale_takes_the_larger_of_the_element_and_the_rms():
+    bound = allowed_error(np.array([3.0, -4.0, 100.0, 0.0]), Tolerance("rms_or_abs", 0.5, 0.25), None, rms=5.0)
+    assert bound.tolist() == pytest.approx([2.75, 2.75, 50.25, 2.75])
+    computed = allowed_error(np.array([3.0, -4.0]), Tolerance("rms_or_abs", 0.1, 0.0), None)
+    assert computed.tolist() == pytest.approx([0.1 * math.sqrt(12.5), 0.4])  # the RMS under it, |e| over
+
+
+def test_a_wide_softmax_s_fp32_rounding_passes_the_imported_rule_and_fp16_inputs_do_not():
+    """The imported fp32 rule (engine/task/dtypes.py): PyTorch's softmax over 393216 columns of large
+    logits peaks thousands of times above the output's RMS, and its exp rounds by ~1e-7 of the peak
+    itself. Under "rms" alone PyTorch's own fp32 result fails (eager did, on an H200, at the field's
+    size); under "rms_or_abs" it passes with room to spare, and the same softmax of fp16 inputs fails."""
+    torch = pytest.importorskip("torch")
+    from cuda_llm.engine.task.dtypes import DTYPES
+
+    rule = DTYPES["float32"].output_rule
+    assert rule.scale == "rms_or_abs"
+    torch.manual_seed(0)
+    x = torch.randn(8, 393216) * 30.0
+    expected = torch.softmax(x.double(), -1).numpy()
+    fp32 = torch.softmax(x, -1).numpy()
+    fp16 = torch.softmax(x.half().float(), -1).numpy()
+    imported = Tolerance(rule.scale, rule.rtol, 1e-30)
+    assert not compare_output("y", expected, fp32, Tolerance("rms", rule.rtol, 1e-30)).passed
+    ok = compare_output("y", expected, fp32, imported)
+    assert ok.passed and ok.worst_ratio < 0.1, ok.worst_ratio
+    assert not compare_output("y", expected, fp16, imported).passed
+
+
 @pytest.mark.filterwarnings("error")
 def test_rms_scale_of_an_empty_slice_is_empty_and_quiet():
     bound = allowed_error(np.zeros(0), Tolerance("rms", 0.5, 0.25), None)

@@ -58,7 +58,7 @@ def test_the_written_files_load_as_a_task(tmp_path):
     ]
     assert task.validation[-2].seeds > 1
     # The loosest output dtype sets the tolerance: fp16's.
-    assert (task.tolerance.scale, task.tolerance.rtol) == ("rms", 1e-2)
+    assert (task.tolerance.scale, task.tolerance.rtol) == ("rms_or_abs", 1e-2)
     data = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
     assert data["pytorch"]["parameters"] == {"proj_weight": "proj.weight"}
     assert data["pytorch"]["fixed"] == {"kernel_size": 3}
