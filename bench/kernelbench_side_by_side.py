@@ -325,6 +325,15 @@ def problem_file(checkout: Path, problem: str) -> Path:
     return candidate
 
 
+def result_record(result: object) -> dict | None:
+    """KernelBench's KernelExecResult (a pydantic model) as JSON: its metadata holds exceptions."""
+    if result is None:
+        return None
+    record = json.loads(json.dumps(result.model_dump(), default=str))  # type: ignore[attr-defined]
+    record["metadata"] = {k: str(v)[:600] for k, v in (record.get("metadata") or {}).items()}
+    return record
+
+
 def kb_child(args: argparse.Namespace) -> int:
     """The KernelBench side, in its own process: eval_kernel_against_ref, its result as JSON."""
     started = time.monotonic()
@@ -378,14 +387,7 @@ def kb_child(args: argparse.Namespace) -> int:
         "import_s": round(import_s, 2),
         "eval_s": round(eval_s, 2),
         **{k: round(v, 2) for k, v in spent.items()},
-        "result": None
-        if result is None
-        else {
-            k: (v if isinstance(v, int | float | bool | str) else str(v))
-            for k, v in result.model_dump().items()
-            if k != "metadata"
-        }
-        | {"metadata": {k: str(v)[:300] for k, v in result.metadata.items()}},
+        "result": result_record(result),
     }
     Path(args.child_out).write_text(json.dumps(record, indent=1), encoding="utf-8")
     return 0
@@ -430,12 +432,14 @@ def _status_kib(pid: int, key: str) -> int | None:
 
 
 def run_child(argv: list[str], timeout_s: float) -> ChildRun:
-    """Run argv in a session of its own; wall time, peak host memory, output; killed at timeout_s."""
+    """Run argv; its wall time, peak host memory and output; it and its descendants killed at timeout_s."""
     run = ChildRun(argv)
     with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
         t0 = time.monotonic()
-        proc = subprocess.Popen(argv, stdout=out_file, stderr=err_file, start_new_session=True, cwd=ROOT)
+        # In this process's group: a `timeout` around the bench ends the sides with it.
+        proc = subprocess.Popen(argv, stdout=out_file, stderr=err_file, cwd=ROOT)
         hwm, tree_peak = 0, 0
+        seen: set[int] = set()
         done = threading.Event()
 
         def poll() -> None:
@@ -443,6 +447,7 @@ def run_child(argv: list[str], timeout_s: float) -> ChildRun:
             while not done.is_set():
                 total = 0
                 for p in _tree(proc.pid):
+                    seen.add(p)
                     hwm = max(hwm, _status_kib(p, "VmHWM") or 0)
                     total += _status_kib(p, "VmRSS") or 0
                 tree_peak = max(tree_peak, total)
@@ -450,8 +455,9 @@ def run_child(argv: list[str], timeout_s: float) -> ChildRun:
 
         def kill() -> None:
             run.timed_out = True
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            for p in _tree(proc.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p, signal.SIGKILL)
 
         poller = threading.Thread(target=poll, daemon=True)
         poller.start()
@@ -464,8 +470,9 @@ def run_child(argv: list[str], timeout_s: float) -> ChildRun:
         poller.join()
         run.wall_s = time.monotonic() - t0
         proc.returncode = run.rc = os.waitstatus_to_exitcode(status)
-        with contextlib.suppress(ProcessLookupError):  # nothing of the side outlives it
-            os.killpg(proc.pid, signal.SIGKILL)
+        for p in seen - {proc.pid}:  # nothing the side started outlives it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p, signal.SIGKILL)
         run.peak_rss_mib = max(usage.ru_maxrss, hwm) / 1024
         run.tree_rss_mib = tree_peak / 1024 if tree_peak else None
         out_file.seek(0)
@@ -709,6 +716,10 @@ def main_run(args: argparse.Namespace) -> int:
     print(f"kernelbench: {kb.wall_s:.1f} s" + (" (timed out)" if kb.timed_out else "") + f", exit {kb.rc}")
     if kb.rc != 0 or not kb_rec:
         print(kb.stderr_tail.strip()[-1500:])
+    kb_result = kb_rec.get("result") or {}
+    if kb_rec and not kb_result.get("correctness"):
+        for key, value in (kb_result.get("metadata") or {}).items():
+            print(f"  kernelbench {key}: {value[:300]}")
 
     rows = comparison_rows(kb, kb_rec, imported, ours, ours_rec, device, what_kb_checks(args), ours_checks)
     print()

@@ -59,12 +59,19 @@ def fake_checkout(root: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def gelu_task(tmp_path_factory) -> Path:
-    from cuda_llm.engine.torchtask.importer import import_module
-
+def dry_run(tmp_path_factory) -> Path:
+    """The bench's --dry-run on a small copy of 26_GELU_.py: `tasks import` (a child process), the
+    paired reply with its plan, the ModelNew; its work folder."""
     folder = tmp_path_factory.mktemp("kb")
     checkout = fake_checkout(folder / "checkout")
-    return import_module(checkout / "KernelBench" / "level1" / "26_GELU_.py", folder / "tasks").folder
+    assert kb.main(["--kernelbench", str(checkout), "--dry-run", "--out", str(folder / "out")]) == 0
+    return folder / "out"
+
+
+@pytest.fixture(scope="module")
+def gelu_task(dry_run) -> Path:
+    (task,) = list((dry_run / "tasks").iterdir())
+    return task
 
 
 class FakeExtension:
@@ -172,25 +179,30 @@ def test_no_gpu_is_one_line_before_anything_runs(tmp_path, capsys):
     assert "level1/nope" in capsys.readouterr().err
 
 
-def test_dry_run_imports_the_file_and_our_side_compiles_the_same_reply(tmp_path, capsys):
-    checkout = fake_checkout(tmp_path / "checkout")
-    out = tmp_path / "out"
-    assert kb.main(["--kernelbench", str(checkout), "--dry-run", "--out", str(out)]) == 0
+def test_dry_run_imports_the_file_and_our_side_compiles_the_same_reply(dry_run, gelu_task):
     assert (
-        kb.reply_cuda_of((out / "model_new.py").read_text(encoding="utf-8"))
-        == parse_reply((out / "reply.md").read_text(encoding="utf-8")).source
+        kb.reply_cuda_of((dry_run / "model_new.py").read_text(encoding="utf-8"))
+        == parse_reply((dry_run / "reply.md").read_text(encoding="utf-8")).source
     )
-    (task,) = [p for p in (out / "tasks").iterdir()]
     # Our side's compile of the very reply (NVRTC, no GPU needed), read as the bench reads eval --json.
     done = subprocess.run(
-        [sys.executable, "-m", "cuda_llm", "eval", str(task), str(out / "reply.md"), "--compile-only", "--json"],
+        [
+            sys.executable,
+            "-m",
+            "cuda_llm",
+            "eval",
+            str(gelu_task),
+            str(dry_run / "reply.md"),
+            "--compile-only",
+            "--json",
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,
         check=False,
     )
     assert kb.ours_summary(json.loads(done.stdout))["status"] == "compiled", done.stderr
-    assert "16x1000" in kb.what_ours_checks(task)
+    assert "16x1000" in kb.what_ours_checks(gelu_task)
 
 
 def test_kernelbench_loads_by_path_with_placeholders_for_what_it_never_calls(tmp_path):
@@ -266,3 +278,42 @@ def test_the_table_names_both_sides_figures_and_checks():
     # A side that produced nothing shows dashes, not figures.
     empty = dict((r[0], r[1:]) for r in kb.comparison_rows(run, {}, imported, ours, {}, None, "K", "O"))
     assert empty["kernel latency"] == ("mean - (min -)", "-")
+
+
+def test_kernelbenchs_result_becomes_json_with_its_stats_kept_and_its_exceptions_as_text():
+    pydantic = pytest.importorskip("pydantic")
+
+    class KernelExecResult(pydantic.BaseModel):  # KernelBench's fields (src/kernelbench/eval.py)
+        compiled: bool = False
+        correctness: bool = False
+        metadata: dict = pydantic.Field(default_factory=dict)
+        runtime: float = -1.0
+        runtime_stats: dict = pydantic.Field(default_factory=dict)
+
+    result = KernelExecResult(
+        compiled=True,
+        metadata={"runtime_error": RuntimeError("illegal memory access"), "correctness_trials": "(0 / 5)"},
+        runtime_stats={"mean": 5.02, "min": 4.9},
+    )
+    record = kb.result_record(result)
+    assert record is not None and json.loads(json.dumps(record)) == record
+    assert record["runtime_stats"]["min"] == 4.9
+    assert record["metadata"]["runtime_error"] == "illegal memory access"
+    assert kb.result_record(None) is None
+
+
+def test_the_fields_read_of_eval_json_exist():
+    # ours_summary reads these by name from `cuda-llm eval --json` (serialize.dump of the dataclasses).
+    import dataclasses
+
+    from cuda_llm.engine.gpu.protocol import Timing, ValidationReport
+    from cuda_llm.engine.judge.judgement import Judgement
+    from cuda_llm.engine.judge.metrics import Figures
+
+    def names(cls: type) -> set[str]:
+        return {f.name for f in dataclasses.fields(cls)}
+
+    assert {"status", "message", "timing", "figures", "validation"} <= names(Judgement)
+    assert {"median_us", "samples", "mode"} <= names(Timing)
+    assert {"speedup", "roofline_share"} <= names(Figures)
+    assert "cases" in names(ValidationReport)
