@@ -317,3 +317,57 @@ def test_the_fields_read_of_eval_json_exist():
     assert {"median_us", "samples", "mode"} <= names(Timing)
     assert {"speedup", "roofline_share"} <= names(Figures)
     assert "cases" in names(ValidationReport)
+
+
+def test_a_whole_run_with_both_sides_children_stood_in(tmp_path, monkeypatch, capsys):
+    """main's glue on the CPU: the import runs for real; the eval and KernelBench children are replaced
+    by what they write (the GPU host runs them), after their command lines are checked."""
+    checkout = fake_checkout(tmp_path / "checkout")
+    real_run_child = kb.run_child
+    commands: list[list[str]] = []
+
+    def fake_run_child(argv: list[str], timeout_s: float) -> kb.ChildRun:
+        commands.append(argv)
+        if argv[3:5] == ["tasks", "import"]:
+            return real_run_child(argv, timeout_s)
+        if argv[3] == "eval":
+            task, reply = Path(argv[4]), Path(argv[5])
+            assert (task / "task.toml").is_file() and reply.is_file() and argv[6:] == ["--json", "--gpu", "0"]
+            record = {
+                "device": "GPU A",
+                "judgement": {
+                    "status": "correct",
+                    "message": "correct on 4 cases",
+                    "timing": {"median_us": 5010.0, "samples": 40, "mode": "events"},
+                    "figures": {"speedup": 0.6, "roofline_share": 0.5},
+                    "validation": {"cases": [{}, {}, {}, {}]},
+                },
+                "phases_s": {"compile": 0.05},
+            }
+            return kb.ChildRun(argv, wall_s=12.0, rc=0, peak_rss_mib=1500.0, stdout=json.dumps(record))
+        child = kb.parse_args(argv[3:])
+        assert child.child_kb and Path(child.problem_path).is_file()
+        assert kb.reply_cuda_of(Path(child.modelnew).read_text(encoding="utf-8")).startswith('extern "C"')
+        assert (child.correct_trials, child.perf_trials, child.gpu) == (2, 7, 0)
+        result = {"compiled": True, "correctness": True, "runtime": 5.02, "ref_runtime": 3.01, "metadata": {}}
+        Path(child.child_out).write_text(json.dumps({"device": "GPU A", "result": result}), encoding="utf-8")
+        return kb.ChildRun(argv, wall_s=100.0, rc=0, peak_rss_mib=14000.0)
+
+    monkeypatch.setattr(kb, "gpu_name", lambda index: "GPU A (driver 1)")
+    monkeypatch.setattr(kb, "run_child", fake_run_child)
+    out, figures = tmp_path / "out", tmp_path / "kb.json"
+    argv = ["--kernelbench", str(checkout), "--out", str(out), "--json", str(figures)]
+    assert kb.main([*argv, "--correct-trials", "2", "--perf-trials", "7"]) == 0
+    assert [c[2:4] for c in commands] == [
+        ["cuda_llm", "tasks"],
+        ["cuda_llm", "eval"],
+        ["bench.kernelbench_side_by_side", "--child-kb"],
+    ]
+    printed = capsys.readouterr().out
+    assert "mean 5020 us" in printed and "median 5010 us" in printed and "0.60x eager" in printed
+    assert "2 trials at the file's size only" in printed and "4 sizes (5x5 13x13 5x333 16x1000)" in printed
+    saved = json.loads(figures.read_text(encoding="utf-8"))
+    assert (
+        saved["ours"]["record"]["median_us"] == 5010.0 and saved["kernelbench"]["record"]["result"]["runtime"] == 5.02
+    )
+    assert (out / "ours_eval.json").is_file() and (out / "kernelbench.log").is_file()
