@@ -83,8 +83,9 @@ class Pairing:
 
 # 26_GELU_ calls torch.nn.functional.gelu(x), the erf form: the example reply's tanh form differs by
 # up to 1.5e-4 on the file's [0, 1) inputs, which KernelBench's allclose (1e-4 + 1e-4 * |expected|)
-# lets pass and our rule (1e-4 of the larger of |expected| and the output's RMS) refuses (`--reply .../elementwise_gelu.md --rename features=dim`
-# shows both verdicts); the pairing is the same kernel with the erf line.
+# lets pass and our rule (1e-4 of the larger of |expected| and the output's RMS) refuses
+# (`--reply .../elementwise_gelu.md --rename features=dim` shows both verdicts); the pairing is the
+# same kernel with the erf line.
 PAIRINGS = {
     "level1/26_GELU_": Pairing(KB_REPLIES / "26_GELU_.md"),
     "level1/23_Softmax": Pairing(
