@@ -4,11 +4,12 @@ palette, and the two screens (start, run)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import shlex
+import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import partial
-from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -101,12 +102,6 @@ class CudaLlmApp(App[int]):
         one with a fake GPU); `telemetry` replaces the NVML sampler (None with poll_telemetry
         False: no telemetry at all, as in snapshot tests)."""
         super().__init__()
-        # The compiler pool starts spawn processes, and the first one starts multiprocessing's
-        # resource tracker, which inherits stderr. Once Textual runs, stderr is its capture object
-        # (no usable file descriptor), so the tracker is started now, with the real one, and without
-        # the model server's key in its environment (engine/core/secrets.py).
-        with secrets_hidden():
-            resource_tracker.ensure_running()
         self.defaults = defaults or Defaults()
         self.start_request = start
         self.config_path = config_path
@@ -169,9 +164,23 @@ class CudaLlmApp(App[int]):
         if self.sampler is not None:
             self.poll_telemetry()
             self.set_interval(TELEMETRY_INTERVAL_S, self.poll_telemetry)
+        # A process of its own (some 0.15 s of CPU to start): not while the first frame is drawn.
+        self.call_after_refresh(self.start_resource_tracker)
+
+    def start_resource_tracker(self) -> None:
+        """The compiler pool starts spawn processes, and the first one starts multiprocessing's
+        resource tracker, which inherits stderr. Once Textual runs, stderr is its capture object (no
+        usable file descriptor), so the tracker is started by the app, with the real one, and without
+        the model server's key in its environment (engine/core/secrets.py): after the first frame, and
+        before any session opens (open_environment), whichever comes first. Idempotent."""
+        from multiprocessing import resource_tracker
+
+        with secrets_hidden(), contextlib.redirect_stderr(sys.__stderr__ or sys.stderr):
+            resource_tracker.ensure_running()
 
     async def open_environment(self, options: SessionOptions) -> JudgeEnvironment | None:
         """The judge environment for a new session: None lets the engine open the real one."""
+        self.start_resource_tracker()  # before the session's compiler pool starts its processes
         if self.environment_factory is None:
             return None
         return await self.environment_factory(options)

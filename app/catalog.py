@@ -1,15 +1,21 @@
 """What the start screen lists: the task library, and the stored sessions with each task's last best
-result. Plain Python over the engine's library and store (no Textual)."""
+result. Plain Python over the engine's library and store (no Textual).
+
+The library and the store are imported where they are read, not with this module: the start screen
+draws its first frame before it reads them (a third of the engine's modules are theirs).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cuda_llm.engine.core.errors import TaskFileError
-from cuda_llm.engine.judge.judgement import BASELINE_LABEL
-from cuda_llm.engine.store.sessions import SessionRecord, SessionStore, StoreError
-from cuda_llm.engine.task import TaskLibrary
+
+if TYPE_CHECKING:
+    from cuda_llm.engine.store.sessions import SessionRecord, SessionStore
+    from cuda_llm.engine.task import TaskLibrary
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,8 @@ class Catalog:
 
 
 def load_tasks(library: TaskLibrary | None = None) -> list[TaskRow]:
+    from cuda_llm.engine.task import TaskLibrary
+
     rows = []
     for item in (library or TaskLibrary()).load_all():
         if isinstance(item, TaskFileError):
@@ -55,6 +63,8 @@ def load_tasks(library: TaskLibrary | None = None) -> list[TaskRow]:
 
 def _best_text(store: SessionStore, record: SessionRecord) -> tuple[str, str]:
     """(short text for the sessions table, text for the task list), empty when nothing beat the baseline."""
+    from cuda_llm.engine.judge.judgement import BASELINE_LABEL
+
     if not record.best_label or record.best_label == BASELINE_LABEL:
         return "", ""
     for c in store.candidates(record.id):
@@ -71,6 +81,8 @@ def _best_text(store: SessionStore, record: SessionRecord) -> tuple[str, str]:
 
 
 def load_catalog(db: str | None, limit: int = 200) -> Catalog:
+    from cuda_llm.engine.store.sessions import SessionStore, StoreError
+
     try:
         store = SessionStore(db)
     except StoreError as exc:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 
 from cuda_llm.engine.core.errors import describe
-from cuda_llm.engine.store.sessions import CRASH_PREFIX, SessionStore
 
 INTERRUPTED = "stopped when cuda-llm quit before the work in flight ended"
 MESSAGE_CHARS = 300  # the status message is one line in the sessions list
@@ -37,6 +36,10 @@ class RunningSessions:
 
     def crashed(self, error: BaseException) -> list[int]:
         """The app is going down with `error`: every session it runs is recorded as stopped by it."""
+        # The store (with the verdicts it reads back) loads here, not with the app: the start screen's
+        # first frame does not wait for it.
+        from cuda_llm.engine.store.sessions import CRASH_PREFIX
+
         self.crash = describe(error)
         for session_id in list(self._db):
             if self._mark(session_id, CRASH_PREFIX + self.crash):
@@ -49,6 +52,8 @@ class RunningSessions:
             self._mark(session_id, INTERRUPTED)
 
     def _mark(self, session_id: int, message: str) -> bool:
+        from cuda_llm.engine.store.sessions import SessionStore
+
         with contextlib.suppress(Exception):  # the database may be what failed; nothing more to do
             store = SessionStore(self._db[session_id])
             try:

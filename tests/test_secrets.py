@@ -60,13 +60,20 @@ async def test_the_gpu_worker_is_started_without_the_key(monkeypatch, tmp_path):
 
 
 def test_the_app_starts_multiprocessing_s_resource_tracker_without_the_key(tmp_path):
-    """The TUI starts the tracker itself, before Textual takes stderr; the tracker, a child of the
-    application for as long as it runs, must not hold the model server's key."""
+    """The TUI starts the tracker itself once its first frame is drawn, with the real stderr (not
+    Textual's capture); the tracker, a child of the application for as long as it runs, must not hold
+    the model server's key."""
     code = (
+        "import asyncio\n"
         "from multiprocessing import resource_tracker as rt\n"
         "from pathlib import Path\n"
         "from cuda_llm.app.app import CudaLlmApp\n"
-        f"CudaLlmApp(config_path=Path({str(tmp_path / 'config.toml')!r}), poll_telemetry=False)\n"
+        f"app = CudaLlmApp(config_path=Path({str(tmp_path / 'config.toml')!r}), poll_telemetry=False)\n"
+        "async def first_frame():\n"
+        "    async with app.run_test() as pilot:\n"
+        "        await pilot.pause()\n"
+        "        assert rt._resource_tracker._pid is not None, 'no tracker once the first frame is drawn'\n"
+        "asyncio.run(first_frame())\n"
         "import time\n"
         "proc = f'/proc/{rt._resource_tracker._pid}'\n"
         # multiprocessing returns once the tracker is forked, not once it runs: until its exec is

@@ -37,12 +37,11 @@ from cuda_llm.app.widgets.footer import KeyFooter
 from cuda_llm.app.widgets.telemetry import TelemetryBar
 from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.core.errors import UserError
-from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
 from cuda_llm.engine.llm.addresses import ollama_url
 from cuda_llm.engine.llm.spec import backend, parse_spec, person_writes, spec_forms
-from cuda_llm.engine.store.sessions import CRASH_PREFIX
 
 REPLAYS_LISTED = 10
+LOADING = "reading the task library..."  # the task summary until the lists are read (after the first frame)
 # Below this many columns the task and model columns (min-width 30 and 34 in app.tcss, plus the
 # model column's padding) cannot sit side by side: they stack and the tab scrolls, so every field
 # stays on the screen and Tab never moves focus to one that is clipped off the right edge.
@@ -107,6 +106,7 @@ class StartScreen(Screen[None]):
         # replace it (ollama's first model, once the server answers).
         self.preselected: str | None = None
         self._crash_untold = False  # the crash is to be told when this screen is shown
+        self._lists_loaded = False  # the task library and the stored sessions have been read
 
     def compose(self) -> ComposeResult:
         c = self.config
@@ -137,15 +137,9 @@ class StartScreen(Screen[None]):
                     with Horizontal(classes="field"):
                         # Named: the share is of the achievable roofline (metrics.ROOFLINE_NAME), never
                         # the physical limit; as long as the old label, so the field fits at 80 columns.
+                        # Its tooltip is set after the first frame (_after_first_frame).
                         yield Label("achievable roofline stop (0: off)")
-                        yield Input(
-                            f"{c.target_roofline:g}",
-                            type="number",
-                            id="opt-target",
-                            compact=True,
-                            tooltip=f"stop when the best reaches this share of {ROOFLINE_NAME} (our probes' "
-                            f"measured ceilings, not {PHYSICAL_NAME}); 0: never",
-                        )
+                        yield Input(f"{c.target_roofline:g}", type="number", id="opt-target", compact=True)
                     yield Checkbox("auto-accept each round's winner", c.auto_accept, id="opt-auto", compact=True)
                     yield Button("Start (s / F5)", variant="primary", id="start", compact=True)
                     # Right under the fields and the button it is about, not at the foot of the screen.
@@ -165,14 +159,22 @@ class StartScreen(Screen[None]):
         bar = self.query_one(TelemetryBar)
         bar.set_context("cuda-llm · a language model writes CUDA kernels; the GPU proves them right and fast")
         bar.set_sample(getattr(self.app, "telemetry_sample", None))
-        self.tasks = load_tasks(getattr(self.app, "library", None))
-        self.reload_catalog()
-        # Asked once the first frame is drawn: the screen shows at once, the models when the server answers.
+        # Read once the first frame is drawn: the screen shows at once (the lists empty for the moment
+        # the library and the store take), the models when the server answers.
+        set_text(self.query_one("#task-summary", Static), LOADING)
+        self.call_after_refresh(self.load_lists)
         self.call_after_refresh(self.list_ollama_models)
-        self.call_after_refresh(self._name_the_spec_forms)
+        self.call_after_refresh(self._after_first_frame)
         self.query_one("#task-list", OptionList).focus()
         self.query_one("#sessions-filter", Input).display = False
         self._fit_columns(self.app.size.width)
+
+    def load_lists(self) -> None:
+        """The task library and the stored sessions, read into the lists; then the crash, if the last
+        session ended in one, is told."""
+        self.tasks = load_tasks(getattr(self.app, "library", None))
+        self._lists_loaded = True
+        self.reload_catalog()
         self.tell_about_crash()
 
     def tell_about_crash(self) -> None:
@@ -185,6 +187,8 @@ class StartScreen(Screen[None]):
         last = max(self.catalog.sessions, key=lambda s: s.updated_at, default=None)
         if last is None or not last.crashed:
             return
+        from cuda_llm.engine.store.sessions import CRASH_PREFIX
+
         self.app.notify(
             title=CRASH_TOAST,
             message=f"session {last.id} ({last.task}) stopped when cuda-llm crashed "
@@ -203,7 +207,8 @@ class StartScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         self._fit_columns(self.app.size.width)  # the terminal may have been resized under a session
-        self.reload_catalog()
+        if self._lists_loaded:  # else load_lists is still to run: once is enough
+            self.reload_catalog()
         # Back from a session: the lists, where the letter keys act (in a field they would type).
         if self.query_one("#start-tabs", TabbedContent).active == "tab-sessions":
             self.query_one("#sessions", DataTable).focus()
@@ -229,8 +234,17 @@ class StartScreen(Screen[None]):
             (i for i, m in enumerate(choices) if m.endpoint and parse_spec(m.spec).kind == OllamaProvider.kind), None
         )
 
-    def _name_the_spec_forms(self) -> None:
+    def _after_first_frame(self) -> None:
+        """The fields' texts that name the engine's concepts: the spec's forms (read from every
+        backend's class, which imports every backend's module) and the roofline metrics' names (the
+        metrics module brings the GPU protocol and the task model)."""
+        from cuda_llm.engine.judge.metrics import PHYSICAL_NAME, ROOFLINE_NAME
+
         self.query_one("#model-spec", Input).placeholder = spec_forms()
+        self.query_one("#opt-target", Input).tooltip = (
+            f"stop when the best reaches this share of {ROOFLINE_NAME} (our probes' "
+            f"measured ceilings, not {PHYSICAL_NAME}); 0: never"
+        )
 
     def reload_catalog(self) -> None:
         self.catalog = load_catalog(self.defaults.db)
@@ -259,13 +273,19 @@ class StartScreen(Screen[None]):
             elif best:
                 text.append_text(plain(best.split(" (")[0]))
             options.add_option(Option(text, id=t.name, disabled=t.error is not None))
-        for i, t in enumerate(rows):
-            if t.name == highlighted:
-                options.highlighted = i
-                break
-        else:
-            if rows:
-                options.highlighted = 0
+        # Without the list's echo (OptionHighlighted): what it would do is done here, at once, and a
+        # late echo would undo what the person did in between (the lists fill after the first frame).
+        with options.prevent(OptionList.OptionHighlighted):
+            for i, t in enumerate(rows):
+                if t.name == highlighted:
+                    options.highlighted = i
+                    break
+            else:
+                if rows:
+                    options.highlighted = 0
+        # The list scrolls to the highlighted task as it is set, but within its old length: again once
+        # the new options are laid out (the list fills after the first frame, and grows with a filter cleared).
+        self.call_after_refresh(options.scroll_to_highlight)
         self.show_task_summary()
 
     def selected_task(self) -> str | None:
@@ -330,10 +350,12 @@ class StartScreen(Screen[None]):
         endpoint = self.chosen_model.endpoint if self.chosen_model else self.config.endpoint
         for i, m in enumerate(choices):
             if m.spec == wanted and (m.endpoint == endpoint or not endpoint):
-                options.highlighted = i
+                with options.prevent(OptionList.OptionHighlighted):  # its echo: see fill_tasks
+                    options.highlighted = i
                 self.chosen_model = m
                 if spec_input.value != m.spec:
                     spec_input.value = m.spec
+                self._candidates_for(m.spec)
                 return
         if chosen or (self.config.model and typed == self.config.model):
             return  # typed by the person, or the last one used: kept even if no server lists it now
@@ -345,7 +367,8 @@ class StartScreen(Screen[None]):
         first = 0 if self.ollama_models else self._first_ollama_endpoint(choices)
         if first is None:
             first = next(i for i, m in enumerate(choices) if person_writes(m.spec))
-        options.highlighted = first
+        with options.prevent(OptionList.OptionHighlighted):
+            options.highlighted = first
         self.pick_model(first)
         self.preselected = choices[first].spec
 
@@ -468,6 +491,8 @@ class StartScreen(Screen[None]):
             parse_spec(spec)
         except UserError:
             raise ValueError(f"pick a model, or type one: {spec_forms()}") from None
+
+        from cuda_llm.engine.judge.metrics import ROOFLINE_NAME
 
         def value(field_id: str) -> str:
             return self.query_one(f"#{field_id}", Input).value

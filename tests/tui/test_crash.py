@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from fakes.fake_gpu import FakeGpu
 
-from cuda_llm.app.running import CRASH_PREFIX, INTERRUPTED, RunningSessions
+from cuda_llm.app.running import INTERRUPTED, RunningSessions
 from cuda_llm.app.screens.run import RunScreen
 from cuda_llm.app.screens.start import StartScreen
-from cuda_llm.engine.store.sessions import SessionStore
+from cuda_llm.engine.store.sessions import CRASH_PREFIX, SessionStore
 from tui.helpers import by_request, make_app, screen_text, stalled, streamed, wait_for
 
 
