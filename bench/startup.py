@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # first frame of the start screen is handed to the terminal (Textual's display step: what a person
 # would see first), then quits.
 FIRST_FRAME = """
+import sys
 import time
 from cuda_llm.app.app import CudaLlmApp
 from cuda_llm.app.options import Defaults
@@ -37,7 +38,8 @@ shown = app._display
 def display(screen, renderable):
     shown(screen, renderable)
     if renderable is not None and type(screen).__name__ == "StartScreen" and app.is_running:
-        print("FIRST_FRAME", time.process_time(), flush=True)  # the CPU it took, all threads
+        # the CPU it took (all threads), and the modules imported by then
+        print("FIRST_FRAME", time.process_time(), len(sys.modules), flush=True)
         app.exit()
 
 app._display = display
@@ -51,10 +53,17 @@ def children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(cmd: list[str], env: dict[str, str], marker: str | None = None, cpu: list[float] | None = None) -> float:
+def timed(
+    cmd: list[str],
+    env: dict[str, str],
+    marker: str | None = None,
+    cpu: list[float] | None = None,
+    modules: list[int] | None = None,
+) -> float:
     """Wall seconds of one run (to the marker, or to its exit); with `cpu`, the CPU seconds it took are
     appended to it (a figure a busy machine disturbs far less than the wall time): to the marker where
-    the marker's line gives them, else the whole process's."""
+    the marker's line gives them, else the whole process's. With `modules`, the count of modules
+    imported by the marker, where its line gives it (a figure no load disturbs)."""
     start = time.perf_counter()
     cpu_start = children_cpu_s()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -72,16 +81,19 @@ def timed(cmd: list[str], env: dict[str, str], marker: str | None = None, cpu: l
             if cpu is not None:  # the CPU to the marker, when the line gives it; else to the exit
                 said = line.split(marker, 1)[1].split()
                 cpu.append(float(said[0]) if said else children_cpu_s() - cpu_start)
+            if modules is not None and len(said) > 1:
+                modules.append(int(said[1]))
             return took
     raise RuntimeError(f"{marker} never printed (exit code {proc.wait()})")
 
 
-def measure(runs: int, help_only: bool) -> tuple[list[float], list[float], list[float], list[float]]:
-    """(--help wall seconds, --help CPU seconds, first-frame wall seconds, first-frame CPU seconds),
-    `runs` of each after a warm-up run that fills the OS file cache."""
+def measure(runs: int, help_only: bool) -> tuple[list[float], list[float], list[float], list[float], list[int]]:
+    """(--help wall seconds, --help CPU seconds, first-frame wall seconds, first-frame CPU seconds,
+    modules imported by the first frame), `runs` of each after a warm-up run that fills the OS file cache."""
     frames: list[float] = []
     help_cpu: list[float] = []
     frame_cpu: list[float] = []
+    frame_modules: list[int] = []
     with tempfile.TemporaryDirectory() as home:
         env = {**os.environ, "CUDA_LLM_HOME": home, "PYTHONPATH": str(ROOT)}
         help_cmd = [sys.executable, "-m", "cuda_llm.app.launcher", "--help"]
@@ -90,8 +102,8 @@ def measure(runs: int, help_only: bool) -> tuple[list[float], list[float], list[
         if not help_only:
             timed([sys.executable, "-c", FIRST_FRAME], env, "FIRST_FRAME")
             frame_cmd = [sys.executable, "-c", FIRST_FRAME]
-            frames = [timed(frame_cmd, env, "FIRST_FRAME", cpu=frame_cpu) for _ in range(runs)]
-    return helps, help_cpu, frames, frame_cpu
+            frames = [timed(frame_cmd, env, "FIRST_FRAME", cpu=frame_cpu, modules=frame_modules) for _ in range(runs)]
+    return helps, help_cpu, frames, frame_cpu, frame_modules
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     busy = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(args.busy)]
     try:
-        helps, help_cpu, frames, frame_cpu = measure(args.runs, args.help_only)
+        helps, help_cpu, frames, frame_cpu, frame_modules = measure(args.runs, args.help_only)
     finally:
         for proc in busy:
             proc.terminate()
@@ -118,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             f"TUI to first frame: median {statistics.median(frames) * 1000:.0f} ms (min {min(frames) * 1000:.0f}, "
             f"max {max(frames) * 1000:.0f}) over {args.runs} runs; CPU (user + system, all threads) to the "
             f"first frame median {statistics.median(frame_cpu) * 1000:.0f} ms"
+            + (f"; {max(frame_modules)} modules imported by it" if frame_modules else "")
         )
     print(f"background: {args.busy} busy `yes > /dev/null` processes")
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")

@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.coordinate import Coordinate
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import (
     Button,
     Checkbox,
@@ -206,6 +206,7 @@ class StartScreen(Screen[None]):
         self.query_one("#start-new").set_class(width < SIDE_BY_SIDE_COLUMNS, "-stacked")
 
     def on_screen_resume(self) -> None:
+        self.query_one("#start-tabs", TabbedContent).display = True  # see on_screen_suspend
         self._fit_columns(self.app.size.width)  # the terminal may have been resized under a session
         if self._lists_loaded:  # else load_lists is still to run: once is enough
             self.reload_catalog()
@@ -223,6 +224,11 @@ class StartScreen(Screen[None]):
         for note in list(self.app._notifications):
             if note.title == CRASH_TOAST:
                 self.app._unnotify(note)
+        # Under a screen that covers it (the run screen; not a dialog, through which it shows) nothing
+        # of this one is seen, yet Textual lays out the screen below the top one again at every resize:
+        # with its tabs hidden that layout is a few widgets, not the whole form and the sessions table.
+        if not isinstance(self.app.screen, ModalScreen):
+            self.query_one("#start-tabs", TabbedContent).display = False
 
     # ---- data --------------------------------------------------------------------------------
     def _first_ollama_endpoint(self, choices: list[ModelChoice]) -> int | None:
