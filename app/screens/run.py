@@ -26,6 +26,7 @@ from textual.worker import Worker
 
 from cuda_llm.app.drafts import Draft
 from cuda_llm.app.keys import key_of, letters_first
+from cuda_llm.app.long_lived import freeze_long_lived, thaw_long_lived
 from cuda_llm.app.messages import (
     CandidateChosen,
     EngineEvent,
@@ -197,6 +198,12 @@ class RunScreen(Screen[None]):
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._on_theme())
         if self.worker is None and self.autostart:
             self.worker = worker.start(self)
+        # What exists once this screen is drawn lives as long as it: keep full collections from
+        # walking it on every later frame (app/long_lived.py).
+        self.call_after_refresh(freeze_long_lived)
+
+    def on_unmount(self) -> None:
+        thaw_long_lived()  # what this screen froze can be collected once it is gone
 
     def apply_layout(self) -> None:
         self.arrangement.apply(self.query_one("#pane-tabs"), self.query_one("#run-body"), self.panes)
