@@ -5,7 +5,6 @@ The last choices come back next time (app.config)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import ClassVar
 
 from textual import events, work
@@ -32,30 +31,21 @@ from cuda_llm.app.config import AppConfig
 from cuda_llm.app.keys import help_rows, letters_first
 from cuda_llm.app.knob_fields import knob_value
 from cuda_llm.app.messages import ModelsListed
+from cuda_llm.app.model_choices import ModelChoice, default_choice, model_choices
 from cuda_llm.app.options import Choices, Defaults, SessionRequest, new_session, resume_session
 from cuda_llm.app.widgets.footer import KeyFooter
 from cuda_llm.app.widgets.telemetry import TelemetryBar
 from cuda_llm.app.widgets.text import plain, set_text
 from cuda_llm.engine.core.errors import UserError
 from cuda_llm.engine.llm.addresses import ollama_url
-from cuda_llm.engine.llm.spec import backend, parse_spec, person_writes, spec_forms
+from cuda_llm.engine.llm.spec import parse_spec, person_writes, spec_forms
 
-REPLAYS_LISTED = 10
 LOADING = "reading the task library..."  # the task summary until the lists are read (after the first frame)
 # Below this many columns the task and model columns (min-width 30 and 34 in app.tcss, plus the
 # model column's padding) cannot sit side by side: they stack and the tab scrolls, so every field
 # stays on the screen and Tab never moves focus to one that is clipped off the right edge.
 SIDE_BY_SIDE_COLUMNS = 66
 CRASH_TOAST = "cuda-llm crashed last time"  # the title of the toast that says so, withdrawn when a session opens
-
-
-@dataclass(frozen=True)
-class ModelChoice:
-    spec: str
-    title: str
-    host: str | None = None
-    base_url: str | None = None
-    endpoint: str | None = None
 
 
 class StartScreen(Screen[None]):
@@ -231,15 +221,6 @@ class StartScreen(Screen[None]):
             self.query_one("#start-tabs", TabbedContent).display = False
 
     # ---- data --------------------------------------------------------------------------------
-    def _first_ollama_endpoint(self, choices: list[ModelChoice]) -> int | None:
-        if not any(m.endpoint for m in choices):
-            return None
-        from cuda_llm.engine.llm.ollama_provider import OllamaProvider
-
-        return next(
-            (i for i, m in enumerate(choices) if m.endpoint and parse_spec(m.spec).kind == OllamaProvider.kind), None
-        )
-
     def _after_first_frame(self) -> None:
         """The fields' texts that name the engine's concepts: the spec's forms (read from every
         backend's class, which imports every backend's module) and the roofline metrics' names (the
@@ -326,24 +307,7 @@ class StartScreen(Screen[None]):
             table.add_row(*(plain(c) for c in cells), key=str(s.id))
 
     def fill_models(self) -> None:
-        host = self.defaults.host
-        choices = [ModelChoice(f"ollama:{m}", f"ollama  {m}", host=host) for m in self.ollama_models]
-        for ep in self.config.endpoints:
-            model = ep.model or "(type the model below)"
-            # The endpoint's URL goes to its backend's server option (host for ollama, base_url for openai).
-            server = {backend(ep.kind).server_option or "": ep.url}
-            choices.append(
-                ModelChoice(
-                    ep.spec,
-                    f"{ep.name}  {ep.kind} {model}",
-                    host=server.get("host"),
-                    base_url=server.get("base_url"),
-                    endpoint=ep.name,
-                )
-            )
-        choices.append(ModelChoice("manual", "manual  you write each kernel in the editor"))
-        for s in self.catalog.sessions[:REPLAYS_LISTED]:
-            choices.append(ModelChoice(f"replay:{s.id}", f"replay {s.id}  {s.task} · {s.model} · {s.status}"))
+        choices = model_choices(self.ollama_models, self.defaults.host, self.config.endpoints, self.catalog.sessions)
         self.models = choices
         options = self.query_one("#model-list", OptionList)
         options.clear_options()
@@ -365,14 +329,7 @@ class StartScreen(Screen[None]):
                 return
         if chosen or (self.config.model and typed == self.config.model):
             return  # typed by the person, or the last one used: kept even if no server lists it now
-        # Nothing chosen: the first model the local server offers, else manual, so the defaults
-        # start a session (Enter, Enter, s).
-        # The local server's models come first in `choices`; an endpoint of the same kind is asked
-        # for its backend only where there is none (whose module, with its HTTP stack, would
-        # otherwise load before the first frame).
-        first = 0 if self.ollama_models else self._first_ollama_endpoint(choices)
-        if first is None:
-            first = next(i for i, m in enumerate(choices) if person_writes(m.spec))
+        first = default_choice(choices, bool(self.ollama_models))
         with options.prevent(OptionList.OptionHighlighted):
             options.highlighted = first
         self.pick_model(first)

@@ -10,9 +10,10 @@ from fakes.fake_gpu import FakeGpu, fake_environment
 from textual.widgets import TextArea
 
 from cuda_llm.app.config import Endpoint
+from cuda_llm.app.model_choices import ModelChoice
 from cuda_llm.app.screens.modals import EditScreen
 from cuda_llm.app.screens.run import RunScreen
-from cuda_llm.app.screens.start import ModelChoice, StartScreen
+from cuda_llm.app.screens.start import StartScreen
 from cuda_llm.engine.fsr import events as ev
 from cuda_llm.engine.fsr.control import Controller
 from cuda_llm.engine.fsr.session import SessionOptions, open_session
