@@ -40,6 +40,7 @@ import importlib.util
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -437,6 +438,10 @@ def run_child(argv: list[str], timeout_s: float) -> ChildRun:
     run = ChildRun(argv)
     with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
         t0 = time.monotonic()
+        # A child's ru_maxrss starts from this process's own high-water mark: it is spawned by vfork
+        # (or fork) and exec, and the kernel carries the address space's peak across exec. Only a
+        # figure above that mark is the child's own (else the polled VmHWM stands alone).
+        inherited = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         # In this process's group: a `timeout` around the bench ends the sides with it.
         proc = subprocess.Popen(argv, stdout=out_file, stderr=err_file, cwd=ROOT)
         hwm, tree_peak = 0, 0
@@ -474,7 +479,8 @@ def run_child(argv: list[str], timeout_s: float) -> ChildRun:
         for p in seen - {proc.pid}:  # nothing the side started outlives it
             with contextlib.suppress(ProcessLookupError):
                 os.kill(p, signal.SIGKILL)
-        run.peak_rss_mib = max(usage.ru_maxrss, hwm) / 1024
+        own = usage.ru_maxrss if usage.ru_maxrss > inherited else 0
+        run.peak_rss_mib = max(own, hwm) / 1024
         run.tree_rss_mib = tree_peak / 1024 if tree_peak else None
         out_file.seek(0)
         err_file.seek(0)
