@@ -53,6 +53,8 @@ import types
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bench.proc_status import descendants, status_kib
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_KERNELBENCH = ROOT / ".kernelbench"
 DEFAULT_PROBLEM = "level1/26_GELU_"
@@ -410,29 +412,6 @@ class ChildRun:
     stderr_tail: str = ""
 
 
-def _tree(pid: int) -> list[int]:
-    """pid and its descendants (from /proc's children lists)."""
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        with contextlib.suppress(OSError):
-            for task in Path(f"/proc/{p}/task").iterdir():
-                with contextlib.suppress(OSError):
-                    todo += [int(c) for c in (task / "children").read_text().split()]
-    return out
-
-
-def _status_kib(pid: int, key: str) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        return None
-    return None
-
-
 def run_child(argv: list[str], timeout_s: float) -> ChildRun:
     """Run argv; its wall time, peak host memory and output; it and its descendants killed at timeout_s."""
     run = ChildRun(argv)
@@ -452,16 +431,16 @@ def run_child(argv: list[str], timeout_s: float) -> ChildRun:
             nonlocal hwm, tree_peak
             while not done.is_set():
                 total = 0
-                for p in _tree(proc.pid):
+                for p in descendants(proc.pid):
                     seen.add(p)
-                    hwm = max(hwm, _status_kib(p, "VmHWM") or 0)
-                    total += _status_kib(p, "VmRSS") or 0
+                    hwm = max(hwm, status_kib(p, "VmHWM") or 0)
+                    total += status_kib(p, "VmRSS") or 0
                 tree_peak = max(tree_peak, total)
                 done.wait(POLL_S)
 
         def kill() -> None:
             run.timed_out = True
-            for p in _tree(proc.pid):
+            for p in descendants(proc.pid):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(p, signal.SIGKILL)
 

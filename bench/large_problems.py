@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.proc_status import status_kib
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "pytorch"
 REPLIES = EXAMPLES / "replies"
@@ -116,15 +118,8 @@ def reset_peak_rss(pid: int | None) -> None:
 
 
 def peak_rss_mib(pid: int | None) -> float | None:
-    if pid is None:
-        return None
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
+    kib = status_kib(pid, "VmHWM") if pid is not None else None
+    return kib / 1024 if kib is not None else None
 
 
 async def judge_problem(env, settings, problem: Problem, folder: Path, scale: str) -> dict:

@@ -23,17 +23,14 @@ sys.path.insert(0, str(ROOT / "tests"))  # the loopback model server and scripte
 from llm_servers import LoopbackLLMServer  # noqa: E402
 from scripted import chunked, reply  # noqa: E402
 
+from bench.proc_status import status_kib  # noqa: E402
+
 SAMPLE_S = 0.2
 
 
 def rss_mb(pid: int) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
+    kib = status_kib(pid, "VmRSS")
+    return kib / 1024 if kib is not None else None
 
 
 def children(pid: int) -> list[int]:
