@@ -24,6 +24,24 @@ from cuda_llm.engine.gpu.harness import DeviceComparison, Harness
 from cuda_llm.engine.task.model import BufferSpec, Tolerance
 
 
+def compare_on_device(
+    ctx: Context,
+    harness: Harness,
+    got: DeviceBuffer,
+    spec: BufferSpec,
+    expected: np.ndarray | Sealable,
+    scale: np.ndarray | None,
+    tol: Tolerance,
+    rms: float,
+    timeout_s: float,
+    vault: ExpectedVault | None = None,
+) -> tuple[int, OutputComparison | None]:
+    """(wrong elements, the comparison when nothing is wrong): device_comparison() for callers that
+    need only the count."""
+    result, passed = device_comparison(ctx, harness, got, spec, expected, scale, tol, rms, timeout_s, vault)
+    return result.wrong, passed
+
+
 def device_comparison(
     ctx: Context,
     harness: Harness,

@@ -27,7 +27,7 @@ import numpy as np
 
 from cuda_llm.engine.core.settings import ProfileSettings, ValidationSettings
 from cuda_llm.engine.gpu.device_cases import DeviceCase, TaskCases
-from cuda_llm.engine.gpu.device_compare import device_comparison
+from cuda_llm.engine.gpu.device_compare import compare_on_device
 from cuda_llm.engine.gpu.device_state import DeviceState, reset_for_run
 from cuda_llm.engine.gpu.driver import BUFFER_ALIGNMENT, Context, CudaError, DeviceBuffer, is_fatal
 from cuda_llm.engine.gpu.eager import EAGER_LABEL
@@ -544,7 +544,7 @@ class Profiler:
             )
             wrong, replay = 0, 0
             for i, got in enumerate(written):
-                wrong = device_comparison(
+                wrong, _ = compare_on_device(
                     self.ctx,
                     self.harness,
                     got,
@@ -555,7 +555,7 @@ class Profiler:
                     ref.rms_of(b.name),
                     self.vs.launch_timeout_s,
                     self.vault,
-                )[0].wrong
+                )
                 if wrong > 0:
                     replay = i + 1
                     break

@@ -108,7 +108,7 @@ def _compile_on_device(program: EagerProgram, task: Task, cases: TaskCases, harn
 
 
 def _check_compiled(program: EagerProgram, task: Task, made: DeviceCase, harness: Any, timeout_s: float) -> str | None:
-    from cuda_llm.engine.gpu.device_compare import device_comparison
+    from cuda_llm.engine.gpu.device_compare import compare_on_device
     from cuda_llm.engine.gpu.driver import DeviceBuffer
     from cuda_llm.engine.gpu.eager import _DeviceArray
 
@@ -142,9 +142,9 @@ def _check_compiled(program: EagerProgram, task: Task, made: DeviceCase, harness
             return f"torch.compile's {b.name!r} is {t.dtype} of {t.numel()} elements, not the task's output"
         buf = DeviceBuffer(int(t.data_ptr()), int(t.numel() * t.element_size()))
         expected = made.expected[b.name]
-        wrong = device_comparison(
+        wrong, _ = compare_on_device(
             program.ctx, harness, buf, b, expected, None, task.tolerance, made.rms_of(b.name), timeout_s
-        )[0].wrong
+        )
         if wrong:
             return (
                 f"torch.compile's result differs from the reference at {case.label}: "

@@ -9,7 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from cuda_llm.engine.gpu.device_compare import device_comparison
+from cuda_llm.engine.gpu.device_compare import compare_on_device
 from cuda_llm.engine.gpu.expected_vault import ExpectedVault
 from cuda_llm.engine.task.model import BufferSpec, Tolerance
 
@@ -77,7 +77,7 @@ def test_a_comparison_from_the_vault_agrees_with_an_upload(harness, tol):
     try:
         ctx.upload(got, host)
         counts = [
-            device_comparison(ctx, harness, got, spec, expected, scale, tol, 0.0, 10.0, v)[0].wrong
+            compare_on_device(ctx, harness, got, spec, expected, scale, tol, 0.0, 10.0, v)[0]
             for v in (None, vault, vault)
         ]
     finally:
@@ -103,10 +103,9 @@ def test_a_vault_with_room_for_one_copy_keeps_every_comparison_right(harness):
     try:
         ctx.upload(got, arrays[0].astype(np.float32))
         counts = [
-            device_comparison(ctx, harness, got, spec, arrays[i], None, tol, 0.0, 10.0, vault)[0].wrong
-            for i in (0, 1, 0, 1)
+            compare_on_device(ctx, harness, got, spec, arrays[i], None, tol, 0.0, 10.0, vault)[0] for i in (0, 1, 0, 1)
         ]
-        uploaded = device_comparison(ctx, harness, got, spec, arrays[1], None, tol, 0.0, 10.0)[0].wrong
+        uploaded = compare_on_device(ctx, harness, got, spec, arrays[1], None, tol, 0.0, 10.0)[0]
     finally:
         ctx.free(got)
     assert counts == [0, uploaded, 0, uploaded] and uploaded > n // 2
